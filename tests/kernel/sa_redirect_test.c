@@ -1,0 +1,223 @@
+/*
+ * User-space test of the ib_core.sa_redirect parser: the sa_redirect.c that
+ * kernel/patches/<line>/ adds, extracted from the patch at build time and
+ * compiled against the stand-ins in shim/.
+ */
+#include "sa_redirect.c"
+
+char shim_last_warning[512];
+int shim_warnings;
+static int changed_calls;
+static int passed, failed;
+
+void ib_sa_redirect_changed(void)
+{
+	changed_calls++;
+}
+
+#define CHECK(cond, ...)                                          \
+	do {                                                      \
+		if (cond) {                                       \
+			passed++;                                 \
+		} else {                                          \
+			failed++;                                 \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                      \
+			printf("\n");                             \
+		}                                                 \
+	} while (0)
+
+/* parse @in and print it back; NULL if it does not parse */
+static const char *roundtrip(const char *in)
+{
+	static char out[PAGE_SIZE];
+	struct sa_redirect_table t;
+	struct sa_redirect_span bad;
+	const char *why;
+
+	if (sa_redirect_parse(in, &t, &bad, &why))
+		return NULL;
+	sa_redirect_format(&t, out, sizeof(out));
+	return out;
+}
+
+static void good(const char *in, const char *want)
+{
+	const char *got = roundtrip(in);
+
+	CHECK(got && !strcmp(got, want), "\"%s\" -> \"%s\", want \"%s\"", in,
+	      got ? got : "(rejected)", want);
+	/* the read-out parses back to itself */
+	if (got) {
+		char again[PAGE_SIZE];
+
+		snprintf(again, sizeof(again), "%s", got);
+		got = roundtrip(again);
+		CHECK(got && !strcmp(got, want), "read-out \"%s\" does not round-trip", want);
+	}
+}
+
+static void bad(const char *in, const char *entry)
+{
+	struct sa_redirect_table t;
+	struct sa_redirect_span b = { "", 0 };
+	const char *why = NULL;
+	int ret = sa_redirect_parse(in, &t, &b, &why);
+
+	CHECK(ret == -EINVAL, "\"%s\" accepted", in);
+	if (ret == -EINVAL && entry)
+		CHECK((int)strlen(entry) == b.len && !strncmp(entry, b.s, b.len) && why,
+		      "\"%s\": blamed \"%.*s\", want \"%s\"", in, b.len, b.s, entry);
+}
+
+static void test_parse(void)
+{
+	char buf[2048], name[80];
+	int i;
+
+	good("", "");
+	good(" \n", "");
+	good("*:*=self", "*:*=self");
+	good("*:*=self\n", "*:*=self");
+	good("mlx5_0:1=0x12,mlx5_0:2=18,*:*=self",
+	     "mlx5_0:1=0x12,mlx5_0:2=0x12,*:*=self");
+	good("  mlx4_0 : 1 = 7 , * : 2 = self ", "mlx4_0:1=0x7,*:2=self");
+	good("*:*=1", "*:*=0x1");
+	good("*:*=0xbfff", "*:*=0xbfff");
+	good("*:*=0XBFFF", "*:*=0xbfff");
+	good("*:*=49151", "*:*=0xbfff");
+	good("*:*=010", "*:*=0xa");		/* decimal, not octal */
+	good("hfi1_0:255=0x1", "hfi1_0:255=0x1");
+	good("ib:dev:1=5", "ib:dev:1=0x5");	/* the last ':' splits */
+
+	bad("mlx5_0:1", "mlx5_0:1");
+	bad("mlx5_0=5", "mlx5_0=5");
+	bad("mlx5_0:0=5", "mlx5_0:0=5");
+	bad("mlx5_0:x=5", "mlx5_0:x=5");
+	bad("mlx5_0:-1=5", "mlx5_0:-1=5");
+	bad("mlx5_0:=5", "mlx5_0:=5");
+	bad("*:*=0", "*:*=0");
+	bad("*:*=0x0", "*:*=0x0");
+	bad("*:*=0xc000", "*:*=0xc000");	/* multicast */
+	bad("*:*=49152", "*:*=49152");
+	bad("*:*=0xffff", "*:*=0xffff");	/* permissive */
+	bad("*:*=65536", "*:*=65536");
+	bad("*:*=4294967296", "*:*=4294967296");
+	bad("*:*=-1", "*:*=-1");
+	bad("*:*=+5", "*:*=+5");
+	bad("*:*=0x", "*:*=0x");
+	bad("*:*=1 2", "*:*=1 2");
+	bad("*:*=", "*:*=");
+	bad("*:*=selfish", "*:*=selfish");
+	bad("*:*=SELF", "*:*=SELF");
+	bad(":1=5", ":1=5");
+	bad("a b:1=5", "a b:1=5");
+	bad("mlx*:1=5", "mlx*:1=5");
+	bad("*:*=self,mlx5_0:1=0x10000", "mlx5_0:1=0x10000");
+	bad("a:1=1,,b:1=2", "");
+	bad("a:1=1,", "");
+	bad(",a:1=1", "");
+	bad("*:*=self,*:*=5", "*:*=5");		/* duplicate */
+	bad("a:1=1,a:1=2", "a:1=2");
+
+	/* device names: up to 63 characters */
+	memset(name, 'd', 63);
+	name[63] = '\0';
+	snprintf(buf, sizeof(buf), "%s:1=5", name);
+	CHECK(roundtrip(buf) != NULL, "63-character device name rejected");
+	snprintf(buf, sizeof(buf), "%sd:1=5", name);
+	bad(buf, buf);
+
+	/* at most SA_REDIRECT_MAX_ENTRIES entries */
+	buf[0] = '\0';
+	for (i = 1; i <= SA_REDIRECT_MAX_ENTRIES; i++)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%sd:%d=%d",
+			 i > 1 ? "," : "", i, i);
+	CHECK(roundtrip(buf) != NULL, "%d entries rejected", SA_REDIRECT_MAX_ENTRIES);
+	strcat(buf, ",d:99=99");
+	bad(buf, "d:99=99");
+}
+
+static void test_match(void)
+{
+	struct sa_redirect_table t;
+	struct sa_redirect_span b;
+	const char *why;
+
+	CHECK(!sa_redirect_parse("*:*=1,mlx5_0:*=2,*:2=3,mlx5_0:2=4,mlx4_0:3=self",
+				 &t, &b, &why), "match table rejected");
+	CHECK(sa_redirect_match(&t, "mlx5_0", 2)->lid == 4, "dev:port beats all");
+	CHECK(sa_redirect_match(&t, "mlx5_0", 1)->lid == 2, "dev:* beats *:port");
+	CHECK(sa_redirect_match(&t, "mlx4_0", 2)->lid == 3, "*:port beats *:*");
+	CHECK(sa_redirect_match(&t, "mlx4_0", 1)->lid == 1, "*:* matches the rest");
+	CHECK(sa_redirect_match(&t, "mlx4_0", 3)->lid == 0, "self entry");
+
+	CHECK(!sa_redirect_parse("mlx5_0:1=0x20", &t, &b, &why), "rejected");
+	CHECK(!sa_redirect_match(&t, "mlx5_0", 2), "other port matched");
+	CHECK(!sa_redirect_match(&t, "mlx5_01", 1), "other device matched");
+	CHECK(!sa_redirect_match(&t, "mlx5", 1), "prefix matched");
+	CHECK(sa_redirect_match(&t, "mlx5_0", 1)->lid == 0x20, "exact entry");
+}
+
+/* the parameter as sysfs and modprobe drive it */
+static const char *param_get(void)
+{
+	static char page[PAGE_SIZE];
+	int len = shim_param_sa_redirect->get(page, NULL);
+
+	page[len] = '\0';
+	return page;
+}
+
+static void test_param(void)
+{
+	int calls, warnings;
+
+	CHECK(!strcmp(param_get(), "\n"), "initial table not empty: \"%s\"", param_get());
+	CHECK(*shim_param_sa_redirect_timeout_ms == 200, "timeout default %u",
+	      *shim_param_sa_redirect_timeout_ms);
+	CHECK(*shim_param_sa_redirect_probe_ms == 5000, "probe default %u",
+	      *shim_param_sa_redirect_probe_ms);
+	CHECK(sa_redirect_timeout() == 200 && sa_redirect_probe_interval() == 5000,
+	      "getters");
+
+	calls = changed_calls;
+	CHECK(shim_param_sa_redirect->set("mlx5_0:1=0x12,*:*=self\n", NULL) == 0,
+	      "good write rejected");
+	CHECK(!strcmp(param_get(), "mlx5_0:1=0x12,*:*=self\n"), "read-out \"%s\"",
+	      param_get());
+	CHECK(changed_calls == calls + 1, "address handles not rebuilt");
+	CHECK(sa_redirect_lookup("mlx5_0", 1, 7) == 0x12, "lookup LID");
+	CHECK(sa_redirect_lookup("mlx5_0", 2, 7) == 7, "lookup self");
+	CHECK(sa_redirect_lookup("mlx5_0", 2, 0) == 0, "self without a LID");
+
+	calls = changed_calls;
+	warnings = shim_warnings;
+	CHECK(shim_param_sa_redirect->set("*:*=self,mlx5_0:1=0xc000\n", NULL) == -EINVAL,
+	      "bad write accepted");
+	CHECK(!strcmp(param_get(), "mlx5_0:1=0x12,*:*=self\n"),
+	      "bad write changed the table: \"%s\"", param_get());
+	CHECK(changed_calls == calls, "bad write rebuilt address handles");
+	CHECK(shim_warnings == warnings + 1, "%d warnings", shim_warnings - warnings);
+	CHECK(strstr(shim_last_warning, "\"mlx5_0:1=0xc000\""),
+	      "warning does not name the entry: %s", shim_last_warning);
+
+	CHECK(shim_param_sa_redirect->set("", NULL) == 0, "clearing rejected");
+	CHECK(!strcmp(param_get(), "\n"), "not cleared: \"%s\"", param_get());
+	CHECK(sa_redirect_lookup("mlx5_0", 1, 7) == 0, "still redirected");
+
+	*shim_param_sa_redirect_timeout_ms = 0;
+	*shim_param_sa_redirect_probe_ms = 0;
+	CHECK(sa_redirect_timeout() == 1, "timeout 0 not clamped");
+	CHECK(sa_redirect_probe_interval() == 100, "probe 0 not clamped");
+	CHECK(sa_redirect_mutex.held == 0, "mutex left held");
+}
+
+int main(void)
+{
+	test_parse();
+	test_match();
+	test_param();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
