@@ -1,0 +1,74 @@
+#include "cache/path_cache.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace localsa::cache {
+
+PathQueryKey PathQueryKey::from_request(std::uint8_t method, std::uint64_t comp_mask,
+                                        mad::Bytes record) {
+    PathQueryKey k;
+    k.method = method;
+    k.comp_mask = comp_mask;
+    k.masked = sa::masked_path_record(record, comp_mask);
+    return k;
+}
+
+std::size_t PathQueryKeyHash::operator()(const PathQueryKey& k) const noexcept {
+    // FNV-1a over the key: cheap and good enough for GIDs that differ in their last bytes.
+    std::uint64_t h = 1469598103934665603ULL;
+    auto mix = [&h](std::uint8_t b) {
+        h ^= b;
+        h *= 1099511628211ULL;
+    };
+    mix(k.method);
+    for (int i = 0; i < 8; ++i)
+        mix(static_cast<std::uint8_t>(k.comp_mask >> (8 * i)));
+    for (auto b : k.masked)
+        mix(b);
+    return static_cast<std::size_t>(h);
+}
+
+const PathAnswer* PathCache::find(const PathQueryKey& key, Clock::time_point now) {
+    auto it = entries_.find(key);
+    if (it == entries_.end())
+        return nullptr;
+    if (it->second.expires <= now) {
+        entries_.erase(it);
+        return nullptr;
+    }
+    return &it->second;
+}
+
+void PathCache::store(const PathQueryKey& key, PathAnswer answer) {
+    if (max_entries_ == 0)
+        return;
+    if (entries_.size() >= max_entries_ && !entries_.contains(key))
+        entries_.erase(entries_.begin());
+    entries_.insert_or_assign(key, std::move(answer));
+}
+
+std::size_t
+PathCache::erase_if(const std::function<bool(const PathQueryKey&, const PathAnswer&)>& pred) {
+    return std::erase_if(entries_, [&](const auto& kv) { return pred(kv.first, kv.second); });
+}
+
+void PathCache::for_each(
+    const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const {
+    for (const auto& [k, v] : entries_)
+        fn(k, v);
+}
+
+bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid) {
+    auto gid_at = [&](const std::uint8_t* p) { return std::memcmp(p, gid.raw.data(), 16) == 0; };
+    if (((key.comp_mask & sa::pr_mask::kDgid) && gid_at(key.masked.data() + 8)) ||
+        ((key.comp_mask & sa::pr_mask::kSgid) && gid_at(key.masked.data() + 24)))
+        return true;
+    for (std::size_t off = 0; off + sa::PathRecord::kSize <= answer.records.size();
+         off += sa::PathRecord::kSize)
+        if (gid_at(answer.records.data() + off + 8) || gid_at(answer.records.data() + off + 24))
+            return true;
+    return false;
+}
+
+} // namespace localsa::cache

@@ -1,0 +1,116 @@
+#include "control/control_server.hpp"
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace localsa::control {
+
+namespace asio = boost::asio;
+using stream = asio::local::stream_protocol;
+
+namespace {
+
+struct Session : std::enable_shared_from_this<Session> {
+    stream::socket socket;
+    asio::streambuf in;
+    std::string out;
+    const CommandHandler& handler;
+
+    Session(stream::socket s, const CommandHandler& h) : socket(std::move(s)), handler(h) {}
+
+    bool peer_allowed() {
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        if (getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+            return false;
+        return cred.uid == 0 || cred.uid == geteuid();
+    }
+
+    void run() {
+        if (!peer_allowed()) {
+            spdlog::warn("control: refused a client of another user");
+            return;
+        }
+        auto self = shared_from_this();
+        asio::async_read_until(socket, in, '\n', [self](auto ec, std::size_t) {
+            if (ec)
+                return;
+            std::string line{asio::buffers_begin(self->in.data()),
+                             asio::buffers_end(self->in.data())};
+            nlohmann::json answer;
+            try {
+                answer = self->handler(nlohmann::json::parse(line));
+            } catch (const std::exception& e) {
+                answer = {{"error", std::string("bad request: ") + e.what()}};
+            }
+            self->out = answer.dump() + "\n";
+            asio::async_write(self->socket, asio::buffer(self->out), [self](auto, std::size_t) {
+                boost::system::error_code ignored;
+                self->socket.shutdown(stream::socket::shutdown_both, ignored);
+            });
+        });
+    }
+};
+
+} // namespace
+
+ControlServer::ControlServer(asio::io_context& io, std::string path, CommandHandler handler)
+    : path_(std::move(path)), handler_(std::move(handler)), acceptor_(io) {
+    const auto dir = std::filesystem::path(path_).parent_path();
+    if (!dir.empty())
+        std::filesystem::create_directories(dir);
+    ::unlink(path_.c_str()); // a stale socket of an earlier run
+    const auto old_mask = ::umask(0177);
+    try {
+        acceptor_.open();
+        acceptor_.bind(stream::endpoint(path_));
+        acceptor_.listen();
+    } catch (...) {
+        ::umask(old_mask);
+        throw;
+    }
+    ::umask(old_mask);
+    accept();
+}
+
+ControlServer::~ControlServer() {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    ::unlink(path_.c_str());
+}
+
+void ControlServer::accept() {
+    acceptor_.async_accept([this](auto ec, stream::socket socket) {
+        if (ec == asio::error::operation_aborted)
+            return;
+        if (!ec)
+            std::make_shared<Session>(std::move(socket), handler_)->run();
+        accept();
+    });
+}
+
+nlohmann::json control_request(const std::string& path, const nlohmann::json& request) {
+    asio::io_context io;
+    stream::socket socket(io);
+    socket.connect(stream::endpoint(path));
+    const auto line = request.dump() + "\n";
+    asio::write(socket, asio::buffer(line));
+    asio::streambuf in;
+    boost::system::error_code ec;
+    asio::read(socket, in, ec); // until the daemon closes
+    if (ec && ec != asio::error::eof)
+        throw boost::system::system_error(ec);
+    std::string text{asio::buffers_begin(in.data()), asio::buffers_end(in.data())};
+    return nlohmann::json::parse(text);
+}
+
+} // namespace localsa::control

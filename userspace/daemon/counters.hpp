@@ -1,0 +1,46 @@
+// The daemon's counters. One instance, owned by the Daemon and passed by reference to the parts
+// that count; `localsactl stats` prints them as JSON.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+
+namespace localsa {
+
+#define LOCALSA_COUNTERS(X)                                                                        \
+    X(pr_requests)                                                                                 \
+    X(pr_cache_hits)                                                                               \
+    X(pr_cache_misses)                                                                             \
+    X(pr_coalesced)                                                                                \
+    X(pr_forwarded)                                                                                \
+    X(pr_errors_local)                                                                             \
+    X(upstream_requests)                                                                           \
+    X(upstream_responses)                                                                          \
+    X(upstream_timeouts)                                                                           \
+    X(upstream_retries)                                                                            \
+    X(upstream_busy)                                                                               \
+    X(upstream_overflow)                                                                           \
+    X(upstream_late_responses)                                                                     \
+    X(proxied_requests)                                                                            \
+    X(proxied_responses)                                                                           \
+    X(malformed_dropped)                                                                           \
+    X(bad_version)                                                                                 \
+    X(unsupported_method)                                                                          \
+    X(stray_responses)                                                                             \
+    X(stray_rmpp)                                                                                  \
+    X(foreign_requests)                                                                            \
+    X(send_errors)                                                                                 \
+    X(cpi_answered)                                                                                \
+    X(sminfo_answered)                                                                             \
+    X(reports_received)
+
+struct Counters {
+#define LOCALSA_COUNTER_FIELD(name) std::uint64_t name = 0;
+    LOCALSA_COUNTERS(LOCALSA_COUNTER_FIELD)
+#undef LOCALSA_COUNTER_FIELD
+};
+
+void to_json(nlohmann::json& j, const Counters& c);
+
+} // namespace localsa

@@ -1,0 +1,136 @@
+#include "daemon/local_sa.hpp"
+
+#include "daemon/sminfo_responder.hpp"
+#include "mad/constants.hpp"
+#include "mad/mad.hpp"
+#include "sa/response.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace localsa {
+
+using namespace mad;
+
+namespace {
+std::uint8_t own_resp_time_value(const upstream::UpstreamConfig& c) {
+    const auto budget = c.try_timeout.count() * (c.retries + 1);
+    return sa::resp_time_value_for_ms(static_cast<unsigned>(budget));
+}
+} // namespace
+
+LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
+                 LocalSaConfig config)
+    : transport_(transport), config_(config), cache_(config.cache_max_entries),
+      upstream_(executor, transport, counters_, config.upstream),
+      proxy_(upstream_, transport, counters_),
+      path_records_(cache_, upstream_, transport, counters_, config.path_record),
+      class_port_info_(upstream_, transport, counters_, own_resp_time_value(config.upstream)) {}
+
+void LocalSa::start() { class_port_info_.refresh(); }
+
+void LocalSa::drop(const transport::InboundMad& in, const char* why) {
+    ++counters_.malformed_dropped;
+    spdlog::debug("dropped MAD from LID {} ({} bytes): {}", in.from.lid, in.bytes.size(), why);
+}
+
+void LocalSa::reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes) {
+    if (!transport_.send(bytes, to.from, std::chrono::milliseconds{0}))
+        ++counters_.send_errors;
+}
+
+void LocalSa::dispatch(const transport::InboundMad& in) {
+    if (in.status != 0) {
+        // One of our sends came back failed; the upstream timers deal with the query.
+        ++counters_.send_errors;
+        return;
+    }
+    if (in.bytes.size() < kMadHeaderSize)
+        return drop(in, "shorter than a MAD header");
+    if (in.bytes[0] != kBaseVersion)
+        return drop(in, "unknown base version");
+    switch (in.bytes[1]) {
+    case mgmt_class::kSubnAdm:
+        return dispatch_sa(in);
+    case mgmt_class::kSubnLid:
+    case mgmt_class::kSubnDirected:
+        return dispatch_smp(in);
+    default:
+        return drop(in, "not an SA or SM class MAD");
+    }
+}
+
+void LocalSa::dispatch_smp(const transport::InboundMad& in) {
+    if (!config_.answer_sminfo)
+        return drop(in, "SMP while not answering SMInfo");
+    if (auto resp = answer_sminfo(in.bytes, transport_.port().gid.guid())) {
+        ++counters_.sminfo_answered;
+        reply(in, *resp);
+        return;
+    }
+    drop(in, "SMP other than SMInfo Get");
+}
+
+void LocalSa::dispatch_sa(const transport::InboundMad& in) {
+    if (in.bytes.size() < kMadSize)
+        return drop(in, "shorter than 256 bytes");
+    const auto m = in.bytes[3];
+    if (method::is_response(m)) {
+        if (!upstream_.handle_response(in))
+            ++counters_.stray_responses;
+        return;
+    }
+    if (in.bytes[2] != kSaClassVersion) {
+        ++counters_.bad_version;
+        return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));
+    }
+    if (!method::is_sa_request(m)) {
+        ++counters_.unsupported_method;
+        return reply(in, sa::make_error_response(in.bytes, status::kUnsupportedMethod));
+    }
+    if (RmppHeader::unpack(in.bytes).active() && m != method::kGetMulti) {
+        // Only GetMulti requests are sent with RMPP; anything else is a confused sender.
+        ++counters_.stray_rmpp;
+        return drop(in, "RMPP on a single-MAD request");
+    }
+    if (m == method::kReport)
+        return handle_report(in);
+    switch (load_be16(in.bytes, 16)) {
+    case attr::kPathRecord:
+        return path_records_.handle(in);
+    case attr::kClassPortInfo:
+        return class_port_info_.handle(in);
+    default:
+        return proxy_.forward(in);
+    }
+}
+
+void LocalSa::handle_report(const transport::InboundMad& in) {
+    ++counters_.reports_received;
+    // Acknowledge every Report, also those we do not use, or the master resends it.
+    auto ack = in.bytes;
+    ack[3] = method::kReportResp;
+    store_be16(ack, 4, 0);
+    reply(in, ack);
+    if (load_be16(in.bytes, 16) != attr::kNotice)
+        return;
+    const auto notice = sa::Notice::unpack(Bytes{in.bytes}.subspan(kSaHeaderSize));
+    spdlog::info("Report: trap {} from LID {} (GID {})", notice.trap_number, notice.issuer_lid,
+                 notice.subject_gid().str());
+    if (report_handler_)
+        report_handler_(notice);
+}
+
+nlohmann::json LocalSa::stats() const {
+    nlohmann::json j = counters_;
+    j["cache_entries"] = cache_.size();
+    j["pr_pending"] = path_records_.pending();
+    j["upstream_outstanding"] = upstream_.outstanding();
+    j["upstream_queued"] = upstream_.queued();
+    const auto port = transport_.port();
+    j["port"] = {{"ca", port.ca},         {"port", port.port},     {"lid", port.lid},
+                 {"sm_lid", port.sm_lid}, {"state", port.state},   {"gid", port.gid.str()}};
+    return j;
+}
+
+} // namespace localsa

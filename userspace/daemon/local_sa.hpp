@@ -1,0 +1,66 @@
+// The local SA of one port: the dispatcher and every part it routes to, over any MadTransport.
+// localsad runs one over libibumad; tests and the fleet simulator run it over other transports.
+#pragma once
+
+#include "cache/path_cache.hpp"
+#include "daemon/counters.hpp"
+#include "proxy/proxy.hpp"
+#include "sa/class_port_info_service.hpp"
+#include "sa/notice.hpp"
+#include "sa/path_record_service.hpp"
+#include "transport/transport.hpp"
+#include "upstream/upstream_client.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+
+namespace localsa {
+
+struct LocalSaConfig {
+    upstream::UpstreamConfig upstream;
+    sa::PathRecordConfig path_record;
+    std::size_t cache_max_entries = 1'000'000;
+    bool answer_sminfo = false;
+};
+
+class LocalSa {
+public:
+    LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
+            LocalSaConfig config);
+
+    // Entry point for every MAD the transport receives.
+    void dispatch(const transport::InboundMad& mad);
+    // Learns what it needs from the master (ClassPortInfo).
+    void start();
+
+    // Called for every Report from the master (after ReportResp went out).
+    void on_report(std::function<void(const sa::Notice&)> fn) { report_handler_ = std::move(fn); }
+
+    Counters& counters() { return counters_; }
+    const Counters& counters() const { return counters_; }
+    cache::PathCache& cache() { return cache_; }
+    upstream::UpstreamClient& upstream() { return upstream_; }
+    transport::MadTransport& transport() { return transport_; }
+    nlohmann::json stats() const;
+
+private:
+    void dispatch_sa(const transport::InboundMad& mad);
+    void dispatch_smp(const transport::InboundMad& mad);
+    void handle_report(const transport::InboundMad& mad);
+    void drop(const transport::InboundMad& mad, const char* why);
+    void reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes);
+
+    transport::MadTransport& transport_;
+    LocalSaConfig config_;
+    Counters counters_;
+    cache::PathCache cache_;
+    upstream::UpstreamClient upstream_;
+    proxy::Proxy proxy_;
+    sa::PathRecordService path_records_;
+    sa::ClassPortInfoService class_port_info_;
+    std::function<void(const sa::Notice&)> report_handler_;
+};
+
+} // namespace localsa

@@ -1,0 +1,136 @@
+// localsad: the local SA daemon for one HCA port.
+#include "control/control_server.hpp"
+#include "daemon/local_sa.hpp"
+#include "daemon/options.hpp"
+#include "mad/mad.hpp"
+#include "transport/umad_transport.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/syslog_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <unistd.h>
+
+using namespace localsa;
+
+namespace {
+
+nlohmann::json dump_cache(const cache::PathCache& cache) {
+    nlohmann::json entries = nlohmann::json::array();
+    const auto now = cache::Clock::now();
+    cache.for_each([&](const cache::PathQueryKey& key, const cache::PathAnswer& answer) {
+        nlohmann::json records = nlohmann::json::array();
+        for (std::size_t off = 0; off + sa::PathRecord::kSize <= answer.records.size();
+             off += sa::PathRecord::kSize) {
+            const auto pr = sa::PathRecord::unpack(
+                mad::Bytes{answer.records}.subspan(off, sa::PathRecord::kSize));
+            records.push_back({{"sgid", pr.sgid.str()},
+                               {"dgid", pr.dgid.str()},
+                               {"slid", pr.slid},
+                               {"dlid", pr.dlid},
+                               {"sl", pr.sl},
+                               {"mtu", pr.mtu},
+                               {"rate", pr.rate},
+                               {"pkt_life", pr.packet_life},
+                               {"pkey", pr.pkey}});
+        }
+        char mask[24];
+        std::snprintf(mask, sizeof mask, "0x%016llx",
+                      static_cast<unsigned long long>(key.comp_mask));
+        entries.push_back(
+            {{"method", mad::method_name(key.method)},
+             {"comp_mask", mask},
+             {"status", mad::status_name(answer.status)},
+             {"expires_in_ms",
+              std::chrono::duration_cast<std::chrono::milliseconds>(answer.expires - now)
+                  .count()},
+             {"records", records}});
+    });
+    return entries;
+}
+
+void setup_logging(const DaemonOptions& o) {
+    auto logger = o.foreground
+                      ? spdlog::stderr_color_mt("localsad")
+                      : spdlog::syslog_logger_mt("localsad", "localsad", LOG_PID, LOG_DAEMON);
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(o.log_level));
+    spdlog::set_pattern(o.foreground ? "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v" : "%v");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    ParsedCommandLine parsed;
+    try {
+        parsed = parse_command_line(argc, argv);
+    } catch (const UsageError& e) {
+        std::cerr << "localsad: " << e.what() << "\nTry 'localsad --help'.\n";
+        return 2;
+    }
+    if (!parsed.options) {
+        std::cout << parsed.text;
+        return 0;
+    }
+    auto o = *parsed.options;
+    if (o.local_sa.answer_sminfo)
+        ::setenv("SIM_SET_ISSM", "1", 0); // read by umad2sim when it connects to ibsim
+    if (!o.foreground && ::daemon(0, 0) != 0) {
+        std::cerr << "localsad: cannot detach: " << std::strerror(errno) << "\n";
+        return 1;
+    }
+    setup_logging(o);
+
+    try {
+        boost::asio::io_context io;
+        std::unique_ptr<LocalSa> local_sa;
+        transport::UmadOptions topt;
+        topt.ca = o.ca;
+        topt.port = o.port;
+        topt.smp_agents = o.local_sa.answer_sminfo;
+        transport::UmadTransport umad(topt, io.get_executor(),
+                                      [&](transport::InboundMad in) { local_sa->dispatch(in); });
+        local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
+
+        const auto port = umad.port();
+        if (o.control.empty())
+            o.control = "/run/localsa/" + port.ca + "-" + std::to_string(port.port) + ".sock";
+        control::ControlServer control(io, o.control, [&](const nlohmann::json& req) {
+            const auto cmd = req.value("cmd", "");
+            if (cmd == "stats")
+                return local_sa->stats();
+            if (cmd == "dump")
+                return nlohmann::json{{"entries", dump_cache(local_sa->cache())}};
+            if (cmd == "flush") {
+                const auto n = local_sa->cache().size();
+                local_sa->cache().clear();
+                spdlog::info("cache flushed on request ({} entries)", n);
+                return nlohmann::json{{"flushed", n}};
+            }
+            return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
+        });
+
+        boost::asio::signal_set stop(io, SIGINT, SIGTERM);
+        stop.async_wait([&](auto, int sig) {
+            spdlog::info("signal {}: shutting down", sig);
+            io.stop();
+        });
+        std::signal(SIGPIPE, SIG_IGN);
+
+        umad.start();
+        local_sa->start();
+        spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
+                     LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, o.control);
+        io.run();
+    } catch (const std::exception& e) {
+        spdlog::critical("{}", e.what());
+        return 1;
+    }
+    return 0;
+}

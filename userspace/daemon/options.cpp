@@ -1,0 +1,130 @@
+#include "daemon/options.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace localsa {
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage = "Usage: localsad [options]\n"
+                     "\n"
+                     "A local InfiniBand Subnet Administrator for one HCA port: answers PathRecord\n"
+                     "queries from a cache kept coherent with the master SA and relays every other\n"
+                     "SA query to the master. See localsad(8).\n";
+
+template <typename T> void require_range(const char* name, T v, T lo, T hi) {
+    if (v < lo || v > hi) {
+        std::ostringstream msg;
+        msg << "--" << name << " must be between " << lo << " and " << hi << " (got " << v
+            << ")";
+        throw UsageError(msg.str());
+    }
+}
+
+} // namespace
+
+bool running_under_umad2sim() {
+    const char* preload = std::getenv("LD_PRELOAD");
+    return preload && std::string_view(preload).find("umad2sim") != std::string_view::npos;
+}
+
+ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
+    DaemonOptions o;
+    long timeout_ms = 200, retries = 2, max_outstanding = 32, max_queued = 4096;
+    long path_ttl_s = 300, negative_ttl_ms = 1000;
+    long cache_max_entries = 1'000'000;
+
+    po::options_description general("General");
+    general.add_options()("help,h", "print this help and exit")(
+        "version,V", "print the version and exit")(
+        "config", po::value(&o.config_file), "read options from FILE (same names as the flags)")(
+        "ca", po::value(&o.ca), "HCA to serve (default: the first)")(
+        "port", po::value(&o.port)->default_value(1), "HCA port to serve")(
+        "control", po::value(&o.control),
+        "control socket (default: /run/localsa/<ca>-<port>.sock)")(
+        "log-level", po::value(&o.log_level)->default_value("info"),
+        "trace, debug, info, warn, error, critical or off")(
+        "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
+        "sim", po::value(&o.sim)->default_value("auto"),
+        "ibsim mode (claim IsSM, answer SMInfo): auto, on or off");
+
+    po::options_description tuning("Tuning");
+    tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(200),
+                         "wait this long for the master SA per try")(
+        "upstream-retries", po::value(&retries)->default_value(2),
+        "tries after the first before a query to the master fails")(
+        "max-outstanding", po::value(&max_outstanding)->default_value(32),
+        "queries in flight to the master at most")(
+        "max-queued", po::value(&max_queued)->default_value(4096),
+        "queries waiting behind them at most (more are dropped and counted)")(
+        "cache-max-entries", po::value(&cache_max_entries)->default_value(1'000'000),
+        "PathRecord answers kept at most")(
+        "path-ttl-s", po::value(&path_ttl_s)->default_value(300),
+        "seconds an answer is served before the master is asked again")(
+        "negative-ttl-ms", po::value(&negative_ttl_ms)->default_value(1000),
+        "milliseconds a 'no such path' answer is remembered (0: never)");
+
+    po::options_description all;
+    all.add(general).add(tuning);
+
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, all), vm);
+        if (vm.count("config")) {
+            const auto file = vm["config"].as<std::string>();
+            std::ifstream in(file);
+            if (!in)
+                throw UsageError("cannot read configuration file " + file);
+            po::store(po::parse_config_file(in, all), vm);
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw UsageError(e.what());
+    }
+
+    ParsedCommandLine result;
+    if (vm.count("help")) {
+        std::ostringstream out;
+        out << kUsage << "\n" << all;
+        result.text = out.str();
+        return result;
+    }
+    if (vm.count("version")) {
+        result.text = "localsad " LOCALSA_VERSION "\n";
+        return result;
+    }
+
+    require_range("port", o.port, 1, 254);
+    require_range("upstream-timeout-ms", timeout_ms, 10L, 60'000L);
+    require_range("upstream-retries", retries, 0L, 10L);
+    require_range("max-outstanding", max_outstanding, 1L, 256L);
+    require_range("max-queued", max_queued, 0L, 1'000'000L);
+    require_range("cache-max-entries", cache_max_entries, 0L, 100'000'000L);
+    require_range("path-ttl-s", path_ttl_s, 0L, 86'400L);
+    require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
+    static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
+        throw UsageError("--log-level: unknown level '" + o.log_level + "'");
+    if (o.sim != "auto" && o.sim != "on" && o.sim != "off")
+        throw UsageError("--sim must be auto, on or off");
+
+    auto& c = o.local_sa;
+    c.upstream.try_timeout = std::chrono::milliseconds{timeout_ms};
+    c.upstream.retries = static_cast<int>(retries);
+    c.upstream.max_outstanding = static_cast<std::size_t>(max_outstanding);
+    c.upstream.max_queued = static_cast<std::size_t>(max_queued);
+    c.cache_max_entries = static_cast<std::size_t>(cache_max_entries);
+    c.path_record.positive_ttl = std::chrono::seconds{path_ttl_s};
+    c.path_record.negative_ttl = std::chrono::milliseconds{negative_ttl_ms};
+    c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
+    result.options = o;
+    return result;
+}
+
+} // namespace localsa

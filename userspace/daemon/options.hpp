@@ -1,0 +1,40 @@
+// localsad's command line and configuration file (the same option names in both).
+#pragma once
+
+#include "daemon/local_sa.hpp"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace localsa {
+
+struct DaemonOptions {
+    std::string ca;
+    int port = 1;
+    std::string control; // empty: /run/localsa/<ca>-<port>.sock
+    std::string config_file;
+    std::string log_level = "info";
+    bool foreground = false;
+    // ibsim only: claim IsSM and answer SMInfo ("auto": when running under umad2sim).
+    std::string sim = "auto";
+    LocalSaConfig local_sa;
+};
+
+class UsageError : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// What to do after parsing: run with the options, or print `text` (help, version) and exit 0.
+struct ParsedCommandLine {
+    std::optional<DaemonOptions> options;
+    std::string text;
+};
+
+// Throws UsageError with a message naming the bad option or value.
+ParsedCommandLine parse_command_line(int argc, const char* const argv[]);
+
+// True when this process runs under umad2sim (the ibsim client library).
+bool running_under_umad2sim();
+
+} // namespace localsa

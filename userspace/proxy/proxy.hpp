@@ -1,0 +1,30 @@
+// Relays an SA request the local SA does not answer itself to the master: a fresh upstream TID,
+// and the master's response returned to the requester with the requester's TID and address,
+// status and payload unchanged.
+#pragma once
+
+#include "daemon/counters.hpp"
+#include "transport/transport.hpp"
+#include "upstream/upstream_client.hpp"
+
+namespace localsa::proxy {
+
+class Proxy {
+public:
+    Proxy(upstream::UpstreamClient& upstream, transport::MadTransport& transport,
+          Counters& counters)
+        : upstream_(upstream), transport_(transport), counters_(counters) {}
+
+    void forward(const transport::InboundMad& request);
+
+private:
+    upstream::UpstreamClient& upstream_;
+    transport::MadTransport& transport_;
+    Counters& counters_;
+};
+
+// The master's response re-addressed to a requester: only the TID changes.
+std::vector<std::uint8_t> relay_response(std::vector<std::uint8_t> response,
+                                         std::uint64_t requester_tid);
+
+} // namespace localsa::proxy

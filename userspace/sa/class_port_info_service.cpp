@@ -1,0 +1,59 @@
+#include "sa/class_port_info_service.hpp"
+
+#include "mad/constants.hpp"
+#include "mad/mad.hpp"
+#include "sa/response.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace localsa::sa {
+
+using namespace mad;
+
+void ClassPortInfoService::learn(const std::vector<std::uint8_t>& resp) {
+    if (resp.size() < kSaHeaderSize + ClassPortInfo::kSize || load_be16(resp, 4) != 0 ||
+        load_be16(resp, 16) != attr::kClassPortInfo)
+        return;
+    master_ = ClassPortInfo::unpack(Bytes{resp}.subspan(kSaHeaderSize));
+    spdlog::info("master SA ClassPortInfo: CapabilityMask 0x{:04x} RespTimeValue {}",
+                 master_->capability_mask, master_->resp_time_value);
+}
+
+void ClassPortInfoService::refresh() {
+    SaMad q;
+    q.header.method = method::kGet;
+    q.header.attr_id = attr::kClassPortInfo;
+    upstream_.submit(q.pack(), [this](upstream::Reply r) {
+        if (r.outcome == upstream::Outcome::Response)
+            learn(r.response);
+    });
+}
+
+void ClassPortInfoService::handle(const transport::InboundMad& in) {
+    const auto m = in.bytes[3];
+    if (m != method::kGet || !master_) {
+        // Set, or nothing known yet: the master answers (and teaches us its capabilities).
+        ++counters_.proxied_requests;
+        const auto tid = tid_of(in.bytes);
+        const auto from = in.from;
+        upstream_.submit(in.bytes, [this, tid, from, m](upstream::Reply r) {
+            if (r.outcome != upstream::Outcome::Response)
+                return;
+            if (m == method::kGet)
+                learn(r.response);
+            ++counters_.proxied_responses;
+            transport_.send(proxy::relay_response(std::move(r.response), tid), from,
+                            std::chrono::milliseconds{0});
+        });
+        return;
+    }
+    ++counters_.cpi_answered;
+    auto cpi = *master_;
+    cpi.resp_time_value = resp_time_value_;
+    std::array<std::uint8_t, ClassPortInfo::kSize> rec{};
+    cpi.pack(rec);
+    transport_.send(make_records_response(in.bytes, ClassPortInfo::kSize, rec), in.from,
+                    std::chrono::milliseconds{0});
+}
+
+} // namespace localsa::sa

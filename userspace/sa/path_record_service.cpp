@@ -1,0 +1,142 @@
+#include "sa/path_record_service.hpp"
+
+#include "mad/constants.hpp"
+#include "mad/mad.hpp"
+#include "proxy/proxy.hpp"
+#include "sa/path_record.hpp"
+#include "sa/response.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace localsa::sa {
+
+using namespace mad;
+
+std::uint16_t validate_path_request(Bytes request) {
+    const auto m = request[3];
+    if (m != method::kGet && m != method::kGetTable)
+        return status::kUnsupportedMethodAttr;
+    const auto mask = load_be64(request, 48);
+    const auto pr = request.subspan(kSaHeaderSize);
+    if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
+        const auto mtu = pr[54] & 0x3f;
+        if (mtu < 1 || mtu > 5)
+            return status::kSaReqInvalid;
+    }
+    const auto sid = mask & pr_mask::kServiceId;
+    if (sid != 0 && sid != pr_mask::kServiceId)
+        return status::kSaInsufficientComponents;
+    return status::kOk;
+}
+
+const char* PathRecordService::uncacheable_reason(const transport::InboundMad& in) const {
+    const auto port = transport_.port();
+    if (!port.active())
+        return "port not active";
+    // The master's answer depends on the requester's port (PKeys, QoS): the cache holds the
+    // answers for this port only.
+    if (!port.owns_lid(in.from.lid))
+        return "requester is another port";
+    // A non-zero SM_Key is the master's to judge (it drops a wrong one).
+    if (load_be64(in.bytes, 36) != 0)
+        return "SM_Key set";
+    return nullptr;
+}
+
+void PathRecordService::respond(const transport::MadAddress& to,
+                                const std::vector<std::uint8_t>& bytes) {
+    if (!transport_.send(bytes, to, std::chrono::milliseconds{0}))
+        ++counters_.send_errors;
+}
+
+void PathRecordService::handle(const transport::InboundMad& in) {
+    ++counters_.pr_requests;
+    if (const auto st = validate_path_request(in.bytes)) {
+        ++counters_.pr_errors_local;
+        respond(in.from, make_error_response(in.bytes, st));
+        return;
+    }
+    if (const char* why = uncacheable_reason(in)) {
+        spdlog::debug("PathRecord from LID {} forwarded: {}", in.from.lid, why);
+        if (!transport_.port().owns_lid(in.from.lid))
+            ++counters_.foreign_requests;
+        ++counters_.pr_forwarded;
+        const auto tid = tid_of(in.bytes);
+        const auto from = in.from;
+        upstream_.submit(in.bytes, [this, tid, from](upstream::Reply reply) {
+            if (reply.outcome == upstream::Outcome::Response)
+                respond(from, proxy::relay_response(std::move(reply.response), tid));
+        });
+        return;
+    }
+    const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
+                                                       Bytes{in.bytes}.subspan(kSaHeaderSize));
+    Waiter waiter{in.from, in.bytes};
+    if (const auto* hit = cache_.find(key, cache::Clock::now())) {
+        ++counters_.pr_cache_hits;
+        answer(waiter, *hit);
+        return;
+    }
+    auto [it, first] = pending_.try_emplace(key);
+    if (!first) {
+        // The same question is already on its way to the master. A retry of a request we
+        // already hold (same requester, same TID) is absorbed.
+        ++counters_.pr_coalesced;
+        const auto tid = tid_of(in.bytes);
+        for (const auto& w : it->second)
+            if (w.from.lid == in.from.lid && w.from.qpn == in.from.qpn && tid_of(w.request) == tid)
+                return;
+        it->second.push_back(std::move(waiter));
+        return;
+    }
+    ++counters_.pr_cache_misses;
+    it->second.push_back(std::move(waiter));
+    upstream_.submit(in.bytes,
+                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+}
+
+void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Reply reply) {
+    auto node = pending_.extract(key);
+    if (node.empty())
+        return;
+    auto& waiters = node.mapped();
+    if (reply.outcome != upstream::Outcome::Response)
+        return; // the requesters retry, as they would with the master
+    const auto& resp = reply.response;
+    const bool well_formed = resp.size() >= kMadSize && resp[1] == mgmt_class::kSubnAdm &&
+                             load_be16(resp, 16) == attr::kPathRecord;
+    const auto offset = well_formed ? load_be16(resp, 44) : 0;
+    if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {
+        // Not something we understand: relay it untouched, cache nothing.
+        ++counters_.malformed_dropped;
+        for (const auto& w : waiters)
+            respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
+        return;
+    }
+    auto records = response_records(resp, PathRecord::kSize);
+    cache::PathAnswer answer_value;
+    answer_value.status = load_be16(resp, 4);
+    answer_value.records = std::move(records.bytes);
+    const bool cacheable =
+        records.complete && (answer_value.status == status::kOk ||
+                             answer_value.status == status::kSaNoRecords);
+    const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
+    answer_value.expires = cache::Clock::now() + ttl;
+    for (const auto& w : waiters) {
+        if (answer_value.status == status::kOk && records.complete)
+            answer(w, answer_value);
+        else
+            respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
+    }
+    if (cacheable && ttl.count() > 0)
+        cache_.store(key, std::move(answer_value));
+}
+
+void PathRecordService::answer(const Waiter& w, const cache::PathAnswer& a) {
+    if (a.status != status::kOk)
+        respond(w.from, make_error_response(w.request, a.status));
+    else
+        respond(w.from, make_records_response(w.request, PathRecord::kSize, a.records));
+}
+
+} // namespace localsa::sa

@@ -1,0 +1,62 @@
+// SubnAdmGet/GetTable(PathRecord): answered from the cache where the cache knows the master's
+// answer to this requester; otherwise one upstream query (identical misses in flight share it),
+// whose answer is relayed and cached.
+#pragma once
+
+#include "cache/path_cache.hpp"
+#include "daemon/counters.hpp"
+#include "transport/transport.hpp"
+#include "upstream/upstream_client.hpp"
+
+#include <chrono>
+#include <unordered_map>
+#include <vector>
+
+namespace localsa::sa {
+
+struct PathRecordConfig {
+    // How long an answer is served before it is asked again (routing changes raise no trap).
+    std::chrono::milliseconds positive_ttl{std::chrono::minutes{5}};
+    // How long "no such path" is remembered.
+    std::chrono::milliseconds negative_ttl{std::chrono::seconds{1}};
+};
+
+class PathRecordService {
+public:
+    PathRecordService(cache::PathCache& cache, upstream::UpstreamClient& upstream,
+                      transport::MadTransport& transport, Counters& counters,
+                      PathRecordConfig config)
+        : cache_(cache), upstream_(upstream), transport_(transport), counters_(counters),
+          config_(config) {}
+
+    void handle(const transport::InboundMad& request);
+
+    // Misses waiting for the master, for stats and tests.
+    std::size_t pending() const { return pending_.size(); }
+
+private:
+    struct Waiter {
+        transport::MadAddress from;
+        std::vector<std::uint8_t> request;
+    };
+
+    // Why a request may not be answered from the cache (nullptr: it may).
+    const char* uncacheable_reason(const transport::InboundMad& request) const;
+    void answer(const Waiter& waiter, const cache::PathAnswer& answer);
+    void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
+    void respond(const transport::MadAddress& to, const std::vector<std::uint8_t>& bytes);
+
+    cache::PathCache& cache_;
+    upstream::UpstreamClient& upstream_;
+    transport::MadTransport& transport_;
+    Counters& counters_;
+    PathRecordConfig config_;
+    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash>
+        pending_;
+};
+
+// OpenSM's own checks of a PathRecord request, done locally (osm_sa_path_record.c); a non-zero
+// status is the error the master would answer.
+std::uint16_t validate_path_request(mad::Bytes request);
+
+} // namespace localsa::sa

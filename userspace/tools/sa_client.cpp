@@ -1,0 +1,96 @@
+#include "tools/sa_client.hpp"
+
+#include "mad/constants.hpp"
+#include "mad/mad.hpp"
+
+#include <infiniband/umad.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace localsa::tools {
+
+SaClient::SaClient(const std::string& ca, int port_num) {
+    if (umad_init() < 0)
+        throw std::runtime_error("umad_init failed: is ib_umad loaded?");
+    umad_port_t p{};
+    if (umad_get_port(ca.empty() ? nullptr : ca.c_str(), port_num, &p) < 0)
+        throw std::runtime_error("cannot read port " + std::to_string(port_num) + " of CA '" +
+                                 (ca.empty() ? std::string("(first)") : ca) + "'");
+    port_.ca = p.ca_name;
+    port_.port = p.portnum;
+    port_.lid = static_cast<std::uint16_t>(p.base_lid);
+    port_.lmc = static_cast<std::uint8_t>(p.lmc);
+    port_.sm_lid = static_cast<std::uint16_t>(p.sm_lid);
+    port_.sm_sl = static_cast<std::uint8_t>(p.sm_sl);
+    port_.state = static_cast<std::uint8_t>(p.state);
+    port_.gid = sa::Gid::from_parts(be64toh(p.gid_prefix), be64toh(p.port_guid));
+    umad_release_port(&p);
+    fd_ = umad_open_port(port_.ca.c_str(), port_.port);
+    if (fd_ < 0)
+        throw std::runtime_error("cannot open the umad device of " + port_.ca + ": " +
+                                 std::strerror(-fd_));
+    agent_ = umad_register(fd_, mad::mgmt_class::kSubnAdm, mad::kSaClassVersion,
+                           mad::rmpp::kVersion, nullptr);
+    if (agent_ < 0)
+        throw std::runtime_error("cannot register an SA client agent");
+    buf_.resize(umad_size() + 64 * 1024);
+}
+
+SaClient::~SaClient() {
+    if (fd_ >= 0)
+        umad_close_port(fd_);
+}
+
+bool SaClient::send(mad::Bytes request, std::uint16_t lid, std::chrono::milliseconds timeout) {
+    std::vector<std::uint8_t> buf(umad_size() + request.size());
+    auto* umad = reinterpret_cast<ib_user_mad*>(buf.data());
+    umad_set_addr(umad, lid, 1, port_.sm_sl, static_cast<int>(mad::kQp1Qkey));
+    umad_set_pkey(umad, 0);
+    std::memcpy(umad_get_mad(umad), request.data(), request.size());
+    return umad_send(fd_, agent_, umad, static_cast<int>(request.size()),
+                     static_cast<int>(timeout.count()), 0) == 0;
+}
+
+std::optional<transport::InboundMad> SaClient::receive(std::chrono::milliseconds timeout) {
+    const int capacity = static_cast<int>(buf_.size() - umad_size());
+    int len = capacity;
+    const int rc = umad_recv(fd_, buf_.data(), &len, static_cast<int>(timeout.count()));
+    if (rc < 0)
+        return std::nullopt;
+    auto* umad = reinterpret_cast<ib_user_mad*>(buf_.data());
+    transport::InboundMad in;
+    in.status = umad_status(umad);
+    const ib_mad_addr* a = umad_get_mad_addr(umad);
+    in.from.lid = ntohs(a->lid);
+    in.from.qpn = ntohl(a->qpn);
+    const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
+    in.bytes.assign(data, data + std::min(len, capacity));
+    return in;
+}
+
+std::optional<std::vector<std::uint8_t>>
+SaClient::query(mad::Bytes request, std::uint16_t lid, std::chrono::milliseconds timeout) {
+    if (!send(request, lid, timeout))
+        return std::nullopt;
+    const auto want = mad::tid_of(request) & mad::kTidLowMask;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        auto in = receive(std::max(left, std::chrono::milliseconds{1}));
+        if (!in)
+            continue;
+        if (in->bytes.size() >= mad::kMadHeaderSize &&
+            (mad::tid_of(in->bytes) & mad::kTidLowMask) == want) {
+            if (in->status != 0)
+                return std::nullopt; // the send itself failed (timeout, no route)
+            return in->bytes;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace localsa::tools

@@ -1,0 +1,73 @@
+// The seam between the daemon's logic and MAD I/O. The daemon talks to a MadTransport; the real
+// one is libibumad (UmadTransport), unit tests use a fake that records what was sent.
+#pragma once
+
+#include "mad/bytes.hpp"
+#include "sa/gid.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace localsa::transport {
+
+// Where a MAD came from or goes to (an ib_mad_addr without the kernel's layout).
+struct MadAddress {
+    std::uint16_t lid = 0;
+    std::uint32_t qpn = 1;
+    std::uint32_t qkey = 0x80000000;
+    std::uint16_t pkey_index = 0;
+    std::uint8_t sl = 0;
+    std::uint8_t path_bits = 0;
+    bool has_grh = false;
+    sa::Gid gid;
+    std::uint8_t gid_index = 0;
+    std::uint8_t hop_limit = 0;
+    std::uint8_t traffic_class = 0;
+    std::uint32_t flow_label = 0;
+
+    bool operator==(const MadAddress&) const = default;
+};
+
+struct InboundMad {
+    std::vector<std::uint8_t> bytes;
+    MadAddress from;
+    // Non-zero: the MAD layer hands back one of our sends that failed (e.g. ETIMEDOUT).
+    int status = 0;
+};
+
+// The port as the MAD layer reports it; refreshed on port events.
+struct PortState {
+    std::string ca;
+    int port = 1;
+    std::uint16_t lid = 0;
+    std::uint8_t lmc = 0;
+    std::uint16_t sm_lid = 0;
+    std::uint8_t sm_sl = 0;
+    std::uint8_t state = 0; // 4 = ACTIVE
+    sa::Gid gid;
+    std::vector<std::uint16_t> pkeys;
+
+    bool active() const { return state == 4; }
+    // True when `lid` is one of this port's LIDs (base LID plus LMC path bits).
+    bool owns_lid(std::uint16_t l) const {
+        return lid != 0 && l >= lid && l < lid + (1u << lmc);
+    }
+    bool operator==(const PortState&) const = default;
+};
+
+using InboundHandler = std::function<void(InboundMad)>;
+
+class MadTransport {
+public:
+    virtual ~MadTransport() = default;
+    // Sends one MAD. `response_timeout` > 0 marks a request that expects a response: the kernel
+    // MAD layer delivers a response only to a request sent with a timeout.
+    virtual bool send(mad::Bytes mad, const MadAddress& to,
+                      std::chrono::milliseconds response_timeout) = 0;
+    virtual PortState port() const = 0;
+};
+
+} // namespace localsa::transport

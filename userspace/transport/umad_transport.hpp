@@ -1,0 +1,62 @@
+// MadTransport over libibumad: one umad port, agents for the SA class (and, where the port
+// claims IsSM under ibsim, the SMP classes), a receive thread that posts into the event loop.
+#pragma once
+
+#include "transport/transport.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+namespace localsa::transport {
+
+struct UmadOptions {
+    std::string ca;   // empty: the first CA
+    int port = 0;     // 0: the first active port
+    bool sa_server = true;      // receive unsolicited SA requests (the local SA)
+    bool smp_agents = false;    // answer SMInfo (needed when IsSM is set under ibsim)
+};
+
+class TransportError : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+class UmadTransport final : public MadTransport {
+public:
+    // Opens the port and registers the agents; throws TransportError with a clear message.
+    UmadTransport(const UmadOptions& options, boost::asio::any_io_executor executor,
+                  InboundHandler handler);
+    ~UmadTransport() override;
+    UmadTransport(const UmadTransport&) = delete;
+    UmadTransport& operator=(const UmadTransport&) = delete;
+
+    // Starts the receive thread. Separate from the constructor so that the owner is complete
+    // before the first MAD arrives.
+    void start();
+
+    bool send(mad::Bytes mad, const MadAddress& to,
+              std::chrono::milliseconds response_timeout) override;
+    PortState port() const override;
+    // Re-reads the port's attributes (LID, SM LID, state, PKeys). Returns the new state.
+    PortState refresh_port();
+
+private:
+    void receive_loop();
+
+    boost::asio::any_io_executor executor_;
+    InboundHandler handler_;
+    int fd_ = -1;
+    int sa_agent_ = -1;
+    int smp_lid_agent_ = -1;
+    int smp_dr_agent_ = -1;
+    mutable std::mutex port_mutex_;
+    PortState port_;
+    std::atomic<bool> stopping_{false};
+    std::thread receiver_;
+};
+
+} // namespace localsa::transport
