@@ -3,11 +3,13 @@
 # umad2sim) and checks: generator, OpenSM MASTER, a LID on every host, PathRecord between two
 # hosts, the independent SA request count, ibsim console commands, a second fabric next to the
 # first, and that `down` leaves no process behind.
-# Usage: fabric.test.sh [path/to/scripts/fabric]
+# Usage: fabric.test.sh [path/to/scripts/fabric [path/to/sa_flood]]
 set -uo pipefail
 
 FABRIC=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/scripts/fabric}
+FLOOD=${2:-}
 [[ -x "$FABRIC" ]] || { echo "FAIL: $FABRIC not executable"; exit 1; }
+[[ -z "$FLOOD" || -x "$FLOOD" ]] || { echo "FAIL: $FLOOD not executable"; exit 1; }
 
 failures=0
 t0=$SECONDS
@@ -117,6 +119,17 @@ cpi=$("$FABRIC" sa-count --dir "$A" --attr ClassPortInfo)
 check "a ClassPortInfo query is not counted as PathRecord ($pr1 -> $pr2)" [ "$pr2" = "$pr1" ]
 check "ClassPortInfo counted once ($cpi)" [ "$cpi" = 1 ]
 check "sa-count all grew by $((K + 1)) ($all0 -> $all2)" [ "$((all2 - all0))" = "$((K + 1))" ]
+if [[ -n "$FLOOD" ]]; then
+    # volume: 2000 Gets, 16 outstanding, from one client
+    pr3=$("$FABRIC" sa-count --dir "$A")
+    fl=$("$FABRIC" run --dir "$A" --node H7 -- "$FLOOD" --count 2000 --depth 16 \
+        --slid "${lid[H7]}" --dlid "${lid[H2]},${lid[H9]},${lid[H15]}" 2>&1)
+    check "sa_flood: 2000 PathRecord Gets answered OK ($fl)" grep -q "answered 2000 ok 2000 " <<<"$fl"
+    pr4=$("$FABRIC" sa-count --dir "$A")
+    check "sa-count PathRecord grew by exactly 2000 ($pr3 -> $pr4)" [ "$((pr4 - pr3))" = 2000 ]
+else
+    echo "skip - sa_flood volume check (no sa_flood binary given)"
+fi
 check "sa-count rejects an unknown attribute" \
     bash -c "! '$FABRIC' sa-count --dir '$A' --attr Bogus >/dev/null 2>&1"
 
