@@ -155,6 +155,7 @@ check "only OpenSM holds an ibsim client slot after the queries ($att)" \
 # ---- a second fabric next to the first ----------------------------------------------------
 if "$FABRIC" up --dir "$B" --hosts 4 --timeout 60 >/dev/null; then
     pass "second fabric up while the first runs"
+    # shellcheck disable=SC1091
     sockB=$(. "$B/env"; echo "$IBSIM_SOCKNAME")
     check "the fabrics use different socket names" [ "$sockB" != "$IBSIM_SOCKNAME" ]
     l1=$("$FABRIC" lid --dir "$B" H1)
@@ -170,6 +171,7 @@ fi
 
 # ---- down ---------------------------------------------------------------------------------
 pids_a="$FABRIC_IBSIM_PID $FABRIC_OPENSM_PID"
+# shellcheck disable=SC1091
 pids_b=$(. "$B/env" 2>/dev/null && echo "$FABRIC_IBSIM_PID $FABRIC_OPENSM_PID")
 t_down=$SECONDS
 check "down A" "$FABRIC" down --dir "$A"
