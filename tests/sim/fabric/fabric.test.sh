@@ -30,6 +30,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
 
 alive() { # alive PID: running and not a zombie
     local s
