@@ -73,7 +73,7 @@ void LocalSa::dispatch_smp(const transport::InboundMad& in) {
 
 void LocalSa::dispatch_sa(const transport::InboundMad& in) {
     if (in.bytes.size() < kMadSize)
-        return drop(in, "shorter than 256 bytes");
+        return drop(in, "shorter than a MAD");
     const auto m = in.bytes[3];
     if (method::is_response(m)) {
         if (!upstream_.handle_response(in))

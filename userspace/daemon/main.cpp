@@ -79,8 +79,6 @@ int main(int argc, char** argv) {
         return 0;
     }
     auto o = *parsed.options;
-    if (o.local_sa.answer_sminfo)
-        ::setenv("SIM_SET_ISSM", "1", 0); // read by umad2sim when it connects to ibsim
     if (!o.foreground && ::daemon(0, 0) != 0) {
         std::cerr << "localsad: cannot detach: " << std::strerror(errno) << "\n";
         return 1;
@@ -93,7 +91,7 @@ int main(int argc, char** argv) {
         transport::UmadOptions topt;
         topt.ca = o.ca;
         topt.port = o.port;
-        topt.smp_agents = o.local_sa.answer_sminfo;
+        topt.claim_issm = o.local_sa.answer_sminfo;
         transport::UmadTransport umad(topt, io.get_executor(),
                                       [&](transport::InboundMad in) { local_sa->dispatch(in); });
         local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);

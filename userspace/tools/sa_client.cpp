@@ -68,6 +68,8 @@ std::optional<transport::InboundMad> SaClient::receive(std::chrono::milliseconds
     in.from.qpn = ntohl(a->qpn);
     const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
     in.bytes.assign(data, data + std::min(len, capacity));
+    if (in.bytes.size() < mad::kMadSize)
+        in.bytes.resize(mad::kMadSize, 0); // umad2sim keeps the sender's shorter length
     return in;
 }
 

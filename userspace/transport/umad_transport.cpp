@@ -9,6 +9,8 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace localsa::transport {
 
@@ -69,21 +71,29 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
                                          method::kGetTraceTable, method::kGetMulti,
                                          method::kDelete, method::kReport}
                                    : std::initializer_list<std::uint8_t>{});
-    if (options.smp_agents) {
+    if (options.claim_issm) {
         smp_lid_agent_ = register_agent(fd_, mgmt_class::kSubnLid, kSmpClassVersion, 0,
                                         {method::kGet, method::kSet, method::kTrapRepress});
         smp_dr_agent_ = register_agent(fd_, mgmt_class::kSubnDirected, kSmpClassVersion, 0,
                                        {method::kGet, method::kSet, method::kTrapRepress});
+        // Only now, with an agent for every class the master will send, claim IsSM: a MAD of a
+        // class without an agent kills an umad2sim client.
+        char path[256];
+        if (umad_get_issm_path(port_.ca.c_str(), port_.port, path, sizeof path) < 0 ||
+            (issm_fd_ = ::open(path, O_RDWR)) < 0)
+            throw TransportError("cannot open the issm device of " + port_.ca);
     }
     spdlog::info("umad: {} port {} LID {} SM LID {} GID {} (agents: SA {}{})", port_.ca,
                  port_.port, port_.lid, port_.sm_lid, port_.gid.str(), sa_agent_,
-                 options.smp_agents ? ", SMP" : "");
+                 options.claim_issm ? ", SMP, IsSM" : "");
 }
 
 UmadTransport::~UmadTransport() {
     stopping_ = true;
     if (receiver_.joinable())
         receiver_.join();
+    if (issm_fd_ >= 0)
+        ::close(issm_fd_);
     if (fd_ >= 0)
         umad_close_port(fd_);
 }
@@ -127,6 +137,9 @@ void UmadTransport::receive_loop() {
         }
         const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
         in.bytes.assign(data, data + std::min(len, capacity));
+        // A MAD is 256 bytes on the wire; umad2sim hands over the sender's shorter length.
+        if (in.bytes.size() < mad::kMadSize)
+            in.bytes.resize(mad::kMadSize, 0);
         boost::asio::post(executor_, [this, in = std::move(in)]() mutable {
             handler_(std::move(in));
         });

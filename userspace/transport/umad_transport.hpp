@@ -18,7 +18,9 @@ struct UmadOptions {
     std::string ca;   // empty: the first CA
     int port = 0;     // 0: the first active port
     bool sa_server = true;      // receive unsolicited SA requests (the local SA)
-    bool smp_agents = false;    // answer SMInfo (needed when IsSM is set under ibsim)
+    // ibsim only: claim IsSM on the port once every agent is registered (ibsim hands unsolicited
+    // requests only to a port's SM client) and answer the master's SMInfo polls.
+    bool claim_issm = false;
 };
 
 class TransportError : public std::runtime_error {
@@ -53,6 +55,7 @@ private:
     int sa_agent_ = -1;
     int smp_lid_agent_ = -1;
     int smp_dr_agent_ = -1;
+    int issm_fd_ = -1;
     mutable std::mutex port_mutex_;
     PortState port_;
     std::atomic<bool> stopping_{false};

@@ -131,8 +131,8 @@ void UpstreamClient::finish(std::uint32_t tid, Reply reply) {
     auto q = std::move(it->second);
     in_flight_.erase(it);
     q->timer->cancel();
+    q->done(std::move(reply)); // the requester first: its answer is what the waiting is for
     pump_queue();
-    q->done(std::move(reply));
 }
 
 void UpstreamClient::pump_queue() {

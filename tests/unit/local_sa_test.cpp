@@ -1,0 +1,406 @@
+// The dispatcher, path cache, upstream client and proxy driven together over a fake transport.
+#include "fake_transport.hpp"
+
+#include "daemon/local_sa.hpp"
+#include "daemon/sminfo_responder.hpp"
+#include "sa/class_port_info.hpp"
+#include "sa/notice.hpp"
+#include "sa/response.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+using namespace localsa;
+using namespace localsa::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig config;
+    std::unique_ptr<LocalSa> sa;
+
+    explicit Fixture(LocalSaConfig c = {}) : config(c) {
+        sa = std::make_unique<LocalSa>(io.get_executor(), transport, config);
+    }
+    void deliver(transport::InboundMad in) { sa->dispatch(in); }
+    void run_for(std::chrono::milliseconds d) {
+        io.restart();
+        io.run_for(d);
+    }
+    // The master answers the one request it received.
+    std::vector<std::uint8_t> master_answers(const SentMad& upstream, std::uint16_t dlid) {
+        auto answer = master_path_answer(upstream.bytes, dlid);
+        deliver(from_lid(kSmLid, answer));
+        return answer;
+    }
+};
+
+std::uint64_t low_tid(const std::vector<std::uint8_t>& b) {
+    return mad::tid_of(b) & mad::kTidLowMask;
+}
+
+} // namespace
+
+TEST_CASE("a PathRecord miss goes to the master once, then hits", "[local_sa]") {
+    Fixture f;
+    const auto request = path_request(0xabcd00000042, 0x100005);
+    f.deliver(from_lid(kOwnLid, request));
+
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+    CHECK(sent[0].timeout == f.config.upstream.try_timeout);
+    // Same question, our own TID in the low 32 bits, the MAD layer's upper bits untouched.
+    CHECK(low_tid(sent[0].bytes) != 0x42);
+    CHECK(std::equal(request.begin() + 16, request.end(), sent[0].bytes.begin() + 16));
+
+    const auto master = f.master_answers(sent[0], 8);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(mad::tid_of(sent[0].bytes) == 0xabcd00000042);
+    // Byte for byte the master's answer but for the TID.
+    auto expected = master;
+    mad::set_tid(expected, 0xabcd00000042);
+    CHECK(sent[0].bytes == expected);
+
+    f.deliver(from_lid(kOwnLid, path_request(0x77, 0x100005)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x77);
+    CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56)).dlid == 8);
+    CHECK(f.sa->counters().pr_cache_hits == 1);
+    CHECK(f.sa->counters().pr_cache_misses == 1);
+    CHECK(f.sa->counters().upstream_requests == 1);
+}
+
+TEST_CASE("identical misses in flight share one upstream query", "[local_sa]") {
+    Fixture f;
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100005)));
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100005))); // a retry of TID 2: absorbed
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    f.master_answers(sent[0], 8);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 2);
+    CHECK(mad::tid_of(sent[0].bytes) == 1);
+    CHECK(mad::tid_of(sent[1].bytes) == 2);
+    CHECK(f.sa->counters().pr_coalesced == 2);
+}
+
+TEST_CASE("the cache key is every constrained field, not only the DGID", "[local_sa]") {
+    Fixture f;
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kGet, sa::pr_mask::kSl, 0)));
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100005, mad::method::kGet, sa::pr_mask::kSl, 3)));
+    f.deliver(from_lid(kOwnLid, path_request(3, 0x100005, mad::method::kGetTable)));
+    f.deliver(from_lid(kOwnLid, path_request(4, 0x100005)));
+    CHECK(f.transport.take().size() == 4);
+    // A field outside the mask does not split the key.
+    f.deliver(from_lid(kOwnLid, path_request(5, 0x100005, mad::method::kGet, 0, 9)));
+    CHECK(f.transport.take().empty());
+    CHECK(f.sa->counters().pr_coalesced == 1);
+}
+
+TEST_CASE("requests the cache cannot answer for are forwarded and not cached", "[local_sa]") {
+    Fixture f;
+    SECTION("another port asks") {
+        for (int i = 0; i < 2; ++i) {
+            f.deliver(from_lid(9, path_request(10 + i, 0x100005)));
+            auto sent = f.transport.take();
+            REQUIRE(sent.size() == 1);
+            f.master_answers(sent[0], 8);
+            sent = f.transport.take();
+            REQUIRE(sent.size() == 1);
+            CHECK(sent[0].to.lid == 9);
+            CHECK(mad::tid_of(sent[0].bytes) == 10u + i);
+        }
+        CHECK(f.sa->counters().foreign_requests == 2);
+        CHECK(f.sa->cache().size() == 0);
+    }
+    SECTION("an SM_Key is set") {
+        auto req = path_request(1, 0x100005);
+        mad::store_be64(req, 36, 0x1234);
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(mad::load_be64(sent[0].bytes, 36) == 0x1234); // passed through unchanged
+        CHECK(f.sa->counters().pr_forwarded == 1);
+    }
+    SECTION("the port is not active") {
+        f.transport.state.state = 2;
+        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+        CHECK(f.sa->counters().pr_forwarded == 1);
+    }
+}
+
+TEST_CASE("PathRecord errors OpenSM decides alone are answered locally", "[local_sa]") {
+    Fixture f;
+    SECTION("Set(PathRecord)") {
+        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kSet)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kUnsupportedMethodAttr);
+        CHECK(sent[0].bytes[3] == mad::method::kGetResp);
+    }
+    SECTION("half a ServiceID") {
+        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kGet,
+                                                 sa::pr_mask::kServiceIdHigh)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaInsufficientComponents);
+    }
+    SECTION("an MTU outside 256..4096 with its selector") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kMtuSelector | sa::pr_mask::kMtu);
+        req[56 + 54] = 0x80 | 7;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
+    CHECK(f.sa->counters().upstream_requests == 0);
+}
+
+TEST_CASE("malformed MADs get their status or are dropped and counted", "[local_sa]") {
+    Fixture f;
+    SECTION("shorter than a MAD header") {
+        f.deliver(from_lid(kOwnLid, std::vector<std::uint8_t>(10, 1)));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().malformed_dropped == 1);
+    }
+    SECTION("unknown base version") {
+        auto req = path_request(1, 0x100005);
+        req[0] = 2;
+        f.deliver(from_lid(kOwnLid, req));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().malformed_dropped == 1);
+    }
+    SECTION("wrong class version") {
+        auto req = path_request(1, 0x100005);
+        req[2] = 1;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kBadVersion);
+        CHECK(f.sa->counters().bad_version == 1);
+    }
+    SECTION("unknown method") {
+        auto req = path_request(1, 0x100005);
+        req[3] = 0x09;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kUnsupportedMethod);
+    }
+    SECTION("RMPP on a Get") {
+        auto req = path_request(1, 0x100005);
+        req[24] = 1;
+        req[26] = mad::rmpp::kFlagActive;
+        f.deliver(from_lid(kOwnLid, req));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().stray_rmpp == 1);
+    }
+    SECTION("a response nobody asked for") {
+        f.deliver(from_lid(kSmLid, master_path_answer(path_request(99, 0x100005), 8)));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().stray_responses == 1);
+    }
+    SECTION("a MAD of a class that is not ours") {
+        auto req = path_request(1, 0x100005);
+        req[1] = 0x04;
+        f.deliver(from_lid(kOwnLid, req));
+        CHECK(f.transport.take().empty());
+    }
+    // Whatever came before, the next good request is served.
+    f.deliver(from_lid(kOwnLid, path_request(7, 0x100005)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+}
+
+TEST_CASE("other attributes are proxied with the requester's TID and payload unchanged",
+          "[local_sa]") {
+    Fixture f;
+    mad::SaMad q;
+    q.header.method = mad::method::kGet;
+    q.header.attr_id = mad::attr::kNodeRecord;
+    q.header.tid = 0x5555000000000009;
+    q.comp_mask = 1;
+    q.data[1] = 8;
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+    auto answer = sent[0].bytes;
+    answer[3] = mad::method::kGetResp;
+    mad::store_be16(answer, 4, mad::status::kSaNoRecords);
+    answer[100] = 0xee;
+    f.deliver(from_lid(kSmLid, answer));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x5555000000000009);
+    mad::set_tid(answer, 0x5555000000000009);
+    CHECK(sent[0].bytes == answer);
+    CHECK(f.sa->counters().proxied_requests == 1);
+    CHECK(f.sa->counters().proxied_responses == 1);
+}
+
+TEST_CASE("an unanswered query is retried with fresh TIDs, then given up", "[local_sa]") {
+    LocalSaConfig c;
+    c.upstream.try_timeout = 5ms;
+    c.upstream.retries = 2;
+    Fixture f(c);
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+    f.run_for(100ms);
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 3);
+    CHECK(low_tid(sent[0].bytes) != low_tid(sent[1].bytes));
+    CHECK(low_tid(sent[1].bytes) != low_tid(sent[2].bytes));
+    CHECK(f.sa->counters().upstream_retries == 2);
+    CHECK(f.sa->counters().upstream_timeouts == 1);
+    // A late answer to the first try is told apart and not relayed.
+    f.master_answers(sent[0], 8);
+    CHECK(f.transport.take().empty());
+    CHECK(f.sa->counters().upstream_late_responses == 1);
+    // The miss is no longer pending: a new request asks the master again.
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100005)));
+    CHECK(f.transport.take().size() == 1);
+}
+
+TEST_CASE("BUSY from the master backs off and retries", "[local_sa]") {
+    LocalSaConfig c;
+    c.upstream.busy_backoff = 1ms;
+    Fixture f(c);
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    auto busy = sent[0].bytes;
+    busy[3] = mad::method::kGetResp;
+    mad::store_be16(busy, 4, mad::status::kBusy);
+    f.deliver(from_lid(kSmLid, busy));
+    CHECK(f.transport.take().empty());
+    f.run_for(20ms);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+    f.master_answers(sent[0], 8);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(status_of(sent[0].bytes) == 0);
+    CHECK(f.sa->counters().upstream_busy == 1);
+}
+
+TEST_CASE("the upstream queue is bounded", "[local_sa]") {
+    LocalSaConfig c;
+    c.upstream.max_outstanding = 1;
+    c.upstream.max_queued = 1;
+    Fixture f(c);
+    for (std::uint64_t i = 0; i < 3; ++i)
+        f.deliver(from_lid(kOwnLid, path_request(i + 1, 0x100005 + i)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(f.sa->upstream().queued() == 1);
+    CHECK(f.sa->counters().upstream_overflow == 1);
+    f.master_answers(sent[0], 8);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 2); // the answer, and the queued query launched
+    CHECK(sent[1].to.lid == kSmLid);
+}
+
+TEST_CASE("NO_RECORDS is remembered for the negative TTL only", "[local_sa]") {
+    LocalSaConfig c;
+    c.path_record.negative_ttl = 20ms;
+    Fixture f(c);
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100099)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    f.deliver(from_lid(kSmLid, sa::make_error_response(sent[0].bytes, mad::status::kSaNoRecords)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(status_of(sent[0].bytes) == mad::status::kSaNoRecords);
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100099)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(status_of(sent[0].bytes) == mad::status::kSaNoRecords);
+    CHECK(mad::tid_of(sent[0].bytes) == 2);
+    std::this_thread::sleep_for(30ms);
+    f.deliver(from_lid(kOwnLid, path_request(3, 0x100099)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+}
+
+TEST_CASE("ClassPortInfo is answered locally once the master's is known", "[local_sa]") {
+    Fixture f;
+    f.sa->start();
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    sa::ClassPortInfo master;
+    master.capability_mask = 0x2602;
+    master.resp_time_value = 16;
+    auto answer = sent[0].bytes;
+    answer[3] = mad::method::kGetResp;
+    master.pack(mad::MutableBytes{answer}.subspan(56, sa::ClassPortInfo::kSize));
+    f.deliver(from_lid(kSmLid, answer));
+
+    mad::SaMad q;
+    q.header.attr_id = mad::attr::kClassPortInfo;
+    q.header.tid = 0x31;
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    const auto cpi = sa::ClassPortInfo::unpack(mad::Bytes{sent[0].bytes}.subspan(56));
+    CHECK(cpi.capability_mask == 0x2602);
+    // 3 tries of 200 ms: 4.096 us * 2^18 = 1.07 s covers them, 2^17 would not.
+    CHECK(cpi.resp_time_value == 18);
+    CHECK(f.sa->counters().cpi_answered == 1);
+}
+
+TEST_CASE("Reports are acknowledged and handed on", "[local_sa]") {
+    Fixture f;
+    std::vector<std::uint16_t> traps;
+    f.sa->on_report([&](const sa::Notice& n) { traps.push_back(n.trap_number); });
+    mad::SaMad r;
+    r.header.method = mad::method::kReport;
+    r.header.attr_id = mad::attr::kNotice;
+    r.header.tid = 0x99;
+    sa::Notice n;
+    n.trap_number = sa::trap::kGidOutOfService;
+    n.pack(r.data);
+    f.deliver(from_lid(kSmLid, r.pack()));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].bytes[3] == mad::method::kReportResp);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x99);
+    CHECK(traps == std::vector<std::uint16_t>{65});
+}
+
+TEST_CASE("SMInfo is answered as a NOTACTIVE SM of priority 0", "[local_sa][sminfo]") {
+    std::vector<std::uint8_t> smp(256);
+    smp[0] = 1;
+    smp[1] = mad::mgmt_class::kSubnDirected;
+    smp[2] = 1;
+    smp[3] = mad::method::kGet;
+    mad::store_be16(smp, 16, mad::attr::kSmInfo);
+    smp[70] = 0xaa; // stale data must not leak into the answer
+    auto resp = answer_sminfo(smp, 0x100003);
+    REQUIRE(resp);
+    CHECK((*resp)[3] == mad::method::kGetResp);
+    CHECK(((*resp)[4] & 0x80) != 0);
+    CHECK(mad::load_be64(*resp, 64) == 0x100003);
+    CHECK((*resp)[64 + 20] == 0);
+    CHECK((*resp)[70] == 0);
+    smp[3] = mad::method::kSet;
+    CHECK_FALSE(answer_sminfo(smp, 1));
+}
