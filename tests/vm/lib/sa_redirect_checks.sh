@@ -42,7 +42,7 @@ fi
 
 # 1. load-time values
 check "patched ib_core loads with parameters" \
-    load 'sa_redirect=mlx4_0:1=31, *:*=self' sa_redirect_timeout_ms=300 sa_redirect_probe_ms=1000
+    load 'sa_redirect=mlx4_0:1=31,*:*=self' sa_redirect_timeout_ms=300 sa_redirect_probe_ms=1000
 eq "sa_redirect given at load" "$(table)" "mlx4_0:1=0x1f,*:*=self"
 eq "sa_redirect_timeout_ms given at load" "$(cat $P/sa_redirect_timeout_ms)" 300
 eq "sa_redirect_probe_ms given at load" "$(cat $P/sa_redirect_probe_ms)" 1000

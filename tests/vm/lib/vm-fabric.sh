@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# Guest side of `scripts/vm run`: ibsim, one simhca-relay per simhca device and OpenSM on
+# simhca0 through the real /dev/infiniband/umad0 and issm0. Sourced by `scripts/vm __guest`
+# (inside the VM) with VM_NET, VM_SM, VM_HCAS and VM_ROOT set. Exports VM_FABRIC_DIR.
+
+VM_FABRIC_DIR=/tmp/vm-fabric
+export VM_FABRIC_DIR
+FABRIC_PIDS=()
+
+fabric_log() { echo "vm-fabric: $*" >&2; }
+
+fabric_relay_bin() {
+    local b
+    for b in "${LOCALSA_BUILD:-}/bin/simhca-relay" "$VM_ROOT/build/bin/simhca-relay"; do
+        [[ -x "$b" ]] && { echo "$b"; return 0; }
+    done
+    return 1
+}
+
+# wait_for SECONDS COMMAND...: poll every 0.2 s
+fabric_wait() {
+    local limit=$1 t0=$SECONDS
+    shift
+    until "$@"; do
+        ((SECONDS - t0 < limit)) || return 1
+        sleep 0.2
+    done
+}
+
+fabric_ports_active() {
+    local i
+    for ((i = 0; i < VM_NDEV; i++)); do
+        grep -q ACTIVE "/sys/class/infiniband/simhca$i/ports/1/state" || return 1
+    done
+}
+
+fabric_sm_master() { grep -q "SUBNET UP" "$VM_FABRIC_DIR/opensm.log" 2>/dev/null; }
+
+fabric_start() {
+    local relay net t0=$SECONDS i
+    mkdir -p "$VM_FABRIC_DIR/osm"
+    relay=$(fabric_relay_bin) || { fabric_log "no simhca-relay (build it; LOCALSA_BUILD)"; return 1; }
+    VM_SM=${VM_SM:-H0}
+    ((${#VM_HCAS[@]})) || VM_HCAS=(H1)
+    VM_NDEV=$((1 + ${#VM_HCAS[@]}))
+    export VM_SM VM_NDEV
+    net="$VM_FABRIC_DIR/net"
+    if [[ -n "$VM_NET" ]]; then
+        cp "$VM_NET" "$net"
+    else
+        bash "$VM_ROOT/scripts/fabric" gen --hosts 8 >"$net" || return 1
+    fi
+
+    # ibsim with its console on a FIFO held open read-write (never EOF)
+    mkfifo "$VM_FABRIC_DIR/ibsim.in"
+    exec {FABRIC_CONSOLE_FD}<>"$VM_FABRIC_DIR/ibsim.in"
+    ibsim -s "$net" <&"$FABRIC_CONSOLE_FD" >"$VM_FABRIC_DIR/ibsim.log" 2>&1 &
+    FABRIC_PIDS+=($!)
+
+    modprobe simhca ndev="$VM_NDEV" || return 1
+    local nodes=("$VM_SM" "${VM_HCAS[@]}")
+    for ((i = 0; i < VM_NDEV; i++)); do
+        "$relay" --device "/dev/simhca$i" --node "${nodes[$i]}" \
+            --log-level "${VM_RELAY_LOG:-info}" >"$VM_FABRIC_DIR/relay-$i.log" 2>&1 &
+        FABRIC_PIDS+=($!)
+    done
+    fabric_wait 30 grep -q "attached to ibsim" "$VM_FABRIC_DIR/relay-$((VM_NDEV - 1)).log" ||
+        { fabric_log "relays did not attach"; tail -n 5 "$VM_FABRIC_DIR"/relay-*.log "$VM_FABRIC_DIR/ibsim.log" >&2; return 1; }
+
+    local guid
+    guid=$(cat /sys/class/infiniband/simhca0/ports/1/gids/0 | sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g')
+    OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
+        opensm -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} \
+        >"$VM_FABRIC_DIR/opensm.out" 2>&1 &
+    VM_OPENSM_PID=$!
+    export VM_OPENSM_PID
+    FABRIC_PIDS+=($!)
+    if ! fabric_wait 90 fabric_sm_master || ! fabric_wait 60 fabric_ports_active; then
+        fabric_log "the subnet did not come up in $((SECONDS - t0)) s"
+        tail -n 20 "$VM_FABRIC_DIR/opensm.log" >&2
+        tail -n 5 "$VM_FABRIC_DIR"/relay-*.log >&2
+        return 1
+    fi
+    fabric_log "subnet up in $((SECONDS - t0)) s (OpenSM on $VM_SM, simhca1.. on ${VM_HCAS[*]})"
+}
+
+# ibsim console command, e.g. fabric_console 'Baselid "H1"[1] 20'
+fabric_console() { echo "$*" >"$VM_FABRIC_DIR/ibsim.in"; }
+
+fabric_stop() {
+    local p
+    for ((p = ${#FABRIC_PIDS[@]} - 1; p >= 0; p--)); do
+        kill "${FABRIC_PIDS[$p]}" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+}
