@@ -71,15 +71,20 @@ void LocalSa::dispatch_smp(const transport::InboundMad& in) {
     drop(in, "SMP other than SMInfo Get");
 }
 
-void LocalSa::dispatch_sa(const transport::InboundMad& in) {
-    if (in.bytes.size() < kMadSize)
-        return drop(in, "shorter than a MAD");
-    const auto m = in.bytes[3];
+void LocalSa::dispatch_sa(const transport::InboundMad& received) {
+    if (received.bytes.size() < kSaHeaderSize)
+        return drop(received, "shorter than the SA header");
+    const auto m = received.bytes[3];
     if (method::is_response(m)) {
-        if (!upstream_.handle_response(in))
+        // Responses keep their length: it tells how many records a non-RMPP answer holds.
+        if (!upstream_.handle_response(received))
             ++counters_.stray_responses;
         return;
     }
+    // A request is one 256-byte MAD on the wire; umad2sim hands over the sender's shorter length.
+    auto in = received;
+    if (in.bytes.size() < kMadSize)
+        in.bytes.resize(kMadSize, 0);
     if (in.bytes[2] != kSaClassVersion) {
         ++counters_.bad_version;
         return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));

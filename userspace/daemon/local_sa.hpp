@@ -46,7 +46,7 @@ public:
     nlohmann::json stats() const;
 
 private:
-    void dispatch_sa(const transport::InboundMad& mad);
+    void dispatch_sa(const transport::InboundMad& received);
     void dispatch_smp(const transport::InboundMad& mad);
     void handle_report(const transport::InboundMad& mad);
     void drop(const transport::InboundMad& mad, const char* why);

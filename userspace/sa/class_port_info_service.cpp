@@ -52,8 +52,13 @@ void ClassPortInfoService::handle(const transport::InboundMad& in) {
     cpi.resp_time_value = resp_time_value_;
     std::array<std::uint8_t, ClassPortInfo::kSize> rec{};
     cpi.pack(rec);
-    transport_.send(make_records_response(in.bytes, ClassPortInfo::kSize, rec), in.from,
-                    std::chrono::milliseconds{0});
+    // As OpenSM's cpi_rcv_respond: the request's header (attribute offset included) answered.
+    std::vector<std::uint8_t> out(kMadSize);
+    std::copy_n(in.bytes.begin(), kSaHeaderSize, out.begin());
+    out[3] = method::kGetResp;
+    store_be64(out, 36, 0);
+    std::copy(rec.begin(), rec.end(), out.begin() + kSaHeaderSize);
+    transport_.send(out, in.from, std::chrono::milliseconds{0});
 }
 
 } // namespace localsa::sa

@@ -13,9 +13,6 @@ namespace localsa::sa {
 using namespace mad;
 
 std::uint16_t validate_path_request(Bytes request) {
-    const auto m = request[3];
-    if (m != method::kGet && m != method::kGetTable)
-        return status::kUnsupportedMethodAttr;
     const auto mask = load_be64(request, 48);
     const auto pr = request.subspan(kSaHeaderSize);
     if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
@@ -51,22 +48,21 @@ void PathRecordService::respond(const transport::MadAddress& to,
 
 void PathRecordService::handle(const transport::InboundMad& in) {
     ++counters_.pr_requests;
+    const auto m = in.bytes[3];
+    if (m != method::kGet && m != method::kGetTable) {
+        // IBA says UNSUP_METHOD_ATTR; OpenSM drops such requests silently. The master decides.
+        forward(in, "method other than Get/GetTable");
+        return;
+    }
     if (const auto st = validate_path_request(in.bytes)) {
         ++counters_.pr_errors_local;
         respond(in.from, make_error_response(in.bytes, st));
         return;
     }
     if (const char* why = uncacheable_reason(in)) {
-        spdlog::debug("PathRecord from LID {} forwarded: {}", in.from.lid, why);
         if (!transport_.port().owns_lid(in.from.lid))
             ++counters_.foreign_requests;
-        ++counters_.pr_forwarded;
-        const auto tid = tid_of(in.bytes);
-        const auto from = in.from;
-        upstream_.submit(in.bytes, [this, tid, from](upstream::Reply reply) {
-            if (reply.outcome == upstream::Outcome::Response)
-                respond(from, proxy::relay_response(std::move(reply.response), tid));
-        });
+        forward(in, why);
         return;
     }
     const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
@@ -95,6 +91,18 @@ void PathRecordService::handle(const transport::InboundMad& in) {
                      [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
 }
 
+void PathRecordService::forward(const transport::InboundMad& in, const char* why) {
+    spdlog::debug("PathRecord {} from LID {} forwarded: {}", method_name(in.bytes[3]), in.from.lid,
+                  why);
+    ++counters_.pr_forwarded;
+    const auto tid = tid_of(in.bytes);
+    const auto from = in.from;
+    upstream_.submit(in.bytes, [this, tid, from](upstream::Reply reply) {
+        if (reply.outcome == upstream::Outcome::Response)
+            respond(from, proxy::relay_response(std::move(reply.response), tid));
+    });
+}
+
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Reply reply) {
     auto node = pending_.extract(key);
     if (node.empty())
@@ -103,7 +111,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     if (reply.outcome != upstream::Outcome::Response)
         return; // the requesters retry, as they would with the master
     const auto& resp = reply.response;
-    const bool well_formed = resp.size() >= kMadSize && resp[1] == mgmt_class::kSubnAdm &&
+    const bool well_formed = resp.size() >= kSaHeaderSize && resp[1] == mgmt_class::kSubnAdm &&
                              load_be16(resp, 16) == attr::kPathRecord;
     const auto offset = well_formed ? load_be16(resp, 44) : 0;
     if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {

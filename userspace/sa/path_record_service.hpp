@@ -42,6 +42,8 @@ private:
 
     // Why a request may not be answered from the cache (nullptr: it may).
     const char* uncacheable_reason(const transport::InboundMad& request) const;
+    // Relays the request to the master uncached, the answer back unchanged.
+    void forward(const transport::InboundMad& request, const char* why);
     void answer(const Waiter& waiter, const cache::PathAnswer& answer);
     void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
     void respond(const transport::MadAddress& to, const std::vector<std::uint8_t>& bytes);
@@ -55,7 +57,7 @@ private:
         pending_;
 };
 
-// OpenSM's own checks of a PathRecord request, done locally (osm_sa_path_record.c); a non-zero
+// OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero
 // status is the error the master would answer.
 std::uint16_t validate_path_request(mad::Bytes request);
 

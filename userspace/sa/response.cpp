@@ -27,9 +27,8 @@ std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t recor
     store_be64(out, 36, 0);
     store_be16(out, 44, records.empty() ? 0 : static_cast<std::uint16_t>(record_size / 8));
     if (out[3] == method::kGetTableResp) {
-        RmppHeader r;
-        r.version = rmpp::kVersion;
-        r.type = rmpp::kTypeData;
+        // Only the active flag, as OpenSM: the MAD layer's RMPP fills in the rest per segment.
+        auto r = RmppHeader::unpack(out);
         r.flags = rmpp::kFlagActive;
         r.pack(out);
     }

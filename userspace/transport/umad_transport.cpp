@@ -137,9 +137,7 @@ void UmadTransport::receive_loop() {
         }
         const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
         in.bytes.assign(data, data + std::min(len, capacity));
-        // A MAD is 256 bytes on the wire; umad2sim hands over the sender's shorter length.
-        if (in.bytes.size() < mad::kMadSize)
-            in.bytes.resize(mad::kMadSize, 0);
+
         boost::asio::post(executor_, [this, in = std::move(in)]() mutable {
             handler_(std::move(in));
         });
