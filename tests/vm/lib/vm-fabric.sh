@@ -34,7 +34,7 @@ fabric_ports_active() {
     done
 }
 
-fabric_sm_master() { grep -q "SUBNET UP" "$VM_FABRIC_DIR/opensm.log" 2>/dev/null; }
+fabric_sm_master() { grep -q "Entering MASTER state" "$VM_FABRIC_DIR/opensm.log" 2>/dev/null; }
 
 fabric_start() {
     local relay net t0=$SECONDS i

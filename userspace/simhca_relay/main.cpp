@@ -1,0 +1,65 @@
+// simhca-relay: connects one simhca device (/dev/simhcaN) to one node of an ibsim fabric.
+#include "relay.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+#include <spdlog/spdlog.h>
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+    namespace po = boost::program_options;
+    simhca_relay::Options opts;
+    std::string level;
+    po::options_description desc(
+        "Usage: simhca-relay --device /dev/simhcaN --node NODE [options]\n"
+        "Bridges a simhca soft HCA to an ibsim node: takes the node's SM slot in ibsim, relays\n"
+        "every MAD between the kernel MAD layer and the fabric, and mirrors the port's\n"
+        "attributes (LID, LMC, SM LID/SL, state, GID prefix, GUIDs, PKeys, CapabilityMask)\n"
+        "from ibsim into the driver, which raises the matching port events.\n\nOptions");
+    desc.add_options()
+        ("help,h", "this help")
+        ("device,d", po::value(&opts.device)->required(), "simhca character device")
+        ("node,n", po::value(&opts.node)->required(), "ibsim node name (e.g. H1)")
+        ("sim-socket", po::value(&opts.sim_basename)->default_value(
+             std::getenv("IBSIM_SOCKNAME") ? std::getenv("IBSIM_SOCKNAME") : "sim"),
+         "ibsim socket name space (IBSIM_SOCKNAME)")
+        ("poll-ms", po::value(&opts.poll_ms)->default_value(100), "PortInfo mirror period")
+        ("connect-timeout-ms", po::value(&opts.connect_timeout_ms)->default_value(10000),
+         "how long to wait for ibsim")
+        ("log-level", po::value(&level)->default_value("info"), "trace, debug, info, warn, error");
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, desc), vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const std::exception& e) {
+        std::cerr << "simhca-relay: " << e.what() << "\n" << desc << "\n";
+        return 2;
+    }
+    spdlog::set_level(spdlog::level::from_str(level));
+    spdlog::set_pattern("%H:%M:%S.%e simhca-relay[%P] %l: %v");
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    try {
+        simhca_relay::Relay relay(opts);
+        relay.run(g_stop);
+        const auto& c = relay.counters();
+        spdlog::info("stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates",
+                     c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates);
+    } catch (const std::exception& e) {
+        spdlog::error("{}", e.what());
+        return 1;
+    }
+    return 0;
+}

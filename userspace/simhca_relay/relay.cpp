@@ -1,0 +1,176 @@
+#include "relay.hpp"
+
+#include <arpa/inet.h>
+#include <endian.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+namespace simhca_relay {
+namespace {
+
+constexpr std::uint32_t kIsSm = 1u << 1;  // PortInfo:CapabilityMask.IsSM
+
+std::uint16_t wire_lid(std::uint32_t field) { return ntohs(static_cast<std::uint16_t>(field)); }
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+Relay::Relay(Options opts)
+    : opts_(std::move(opts)),
+      tids_(0) {
+    dev_fd_ = ::open(opts_.device.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (dev_fd_ < 0) throw std::runtime_error("open " + opts_.device + ": " + errno_text());
+    try {
+        sim_ = std::make_unique<SimClient>(opts_.sim_basename, static_cast<std::uint32_t>(::getpid()),
+                                           opts_.node, true, opts_.connect_timeout_ms);
+    } catch (...) {
+        ::close(dev_fd_);
+        throw;
+    }
+    tids_ = TidTranslator(sim_->id());
+    node_info_ = sim_->node_info();
+    spdlog::info("{} attached to ibsim node \"{}\" as client {} (SM slot)", opts_.device, sim_->node(),
+                 sim_->id());
+    mirror_port();
+}
+
+Relay::~Relay() {
+    is_sm_.reset();
+    sim_.reset();
+    if (dev_fd_ >= 0) ::close(dev_fd_);
+}
+
+void Relay::write_device(const simhca_msg& m) {
+    if (::write(dev_fd_, &m, sizeof m) != static_cast<ssize_t>(sizeof m))
+        spdlog::warn("write {}: {}", opts_.device, errno_text());
+}
+
+void Relay::from_device() {
+    for (;;) {
+        simhca_msg m{};
+        const ssize_t n = ::read(dev_fd_, &m, sizeof m);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        if (n != static_cast<ssize_t>(sizeof m)) throw std::runtime_error("read " + opts_.device + ": " + errno_text());
+        if (m.type == SIMHCA_MSG_CAPMASK) {
+            set_local_capmask(m.capmask.local_cap_mask);
+            continue;
+        }
+        if (m.type != SIMHCA_MSG_MAD) continue;
+        ibsim::Packet p{};
+        p.dlid = htons(m.mad.dlid);
+        p.slid = htons(m.mad.slid);
+        p.dqp = htonl(m.mad.dqpn);
+        p.sqp = htonl(m.mad.sqpn);
+        p.status = 0;
+        p.length = htobe64(sizeof p.mad);
+        std::memcpy(p.mad, m.mad.data, std::min<std::size_t>(m.mad.length, sizeof p.mad));
+        tids_.outgoing(p.mad);
+        spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid, m.mad.dqpn,
+                      p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
+        if (!sim_->send(p)) throw std::runtime_error("ibsim send: " + errno_text());
+        ++counters_.to_fabric;
+    }
+}
+
+void Relay::from_fabric(SimClient& c) {
+    while (auto p = c.receive()) {
+        if (p->status) {
+            // ibsim returns what it could not route with a status: the wire drops it
+            ++counters_.undeliverable;
+            spdlog::debug("undeliverable MAD to lid {} (status {})", wire_lid(p->dlid), ntohl(p->status));
+            continue;
+        }
+        simhca_msg m{};
+        m.type = SIMHCA_MSG_MAD;
+        m.mad.dlid = wire_lid(p->dlid);
+        m.mad.slid = wire_lid(p->slid);
+        m.mad.dqpn = ntohl(p->dqp);
+        m.mad.sqpn = ntohl(p->sqp);
+        m.mad.qkey = m.mad.dqpn ? 0x80010000u : 0;
+        m.mad.pkey_index = 0;
+        if (last_)
+            for (std::uint16_t i = 0; i < SIMHCA_PKEY_TBL_LEN; ++i)
+                if ((last_->port.pkeys[i] & 0x7fff) == 0x7fff) {
+                    m.mad.pkey_index = i;
+                    break;
+                }
+        tids_.incoming(p->mad);
+        std::memcpy(m.mad.data, p->mad, sizeof m.mad.data);
+        m.mad.length = sizeof m.mad.data;
+        spdlog::trace("<- slid {} sqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.slid, m.mad.sqpn,
+                      p->mad[1], p->mad[3], p->mad[16] << 8 | p->mad[17]);
+        write_device(m);
+        ++counters_.to_kernel;
+    }
+}
+
+void Relay::set_local_capmask(std::uint32_t mask) {
+    const bool want = mask & kIsSm;
+    spdlog::info("local CapabilityMask 0x{:08x}", mask);
+    if (want && !is_sm_) {
+        // a second client sets IsSM in the node's PortInfo; the first keeps the SM slot
+        is_sm_ = std::make_unique<SimClient>(opts_.sim_basename,
+                                             static_cast<std::uint32_t>(::getpid()) | 0x40000000u,
+                                             opts_.node, false, opts_.connect_timeout_ms);
+        is_sm_->set_issm(true);
+        spdlog::info("IsSM set on \"{}\"", opts_.node);
+    } else if (!want && is_sm_) {
+        is_sm_->set_issm(false);
+        is_sm_.reset();
+        spdlog::info("IsSM cleared on \"{}\"", opts_.node);
+    }
+}
+
+void Relay::mirror_port() {
+    PortSnapshot s = make_snapshot(node_info_, sim_->port_info(), sim_->pkeys());
+    const bool rereg = s.client_rereg && !(last_ && last_->client_rereg);
+    if (last_ && same_port(last_->port, s.port) && !rereg) {
+        last_->client_rereg = s.client_rereg;
+        return;
+    }
+    simhca_msg m{};
+    m.type = SIMHCA_MSG_PORT;
+    m.flags = rereg ? SIMHCA_PORT_F_CLIENT_REREG : 0;
+    m.port = s.port;
+    write_device(m);
+    ++counters_.port_updates;
+    spdlog::info("port: {}{}", describe(s.port), rereg ? " (client reregister)" : "");
+    last_ = s;
+}
+
+void Relay::run(const std::atomic<bool>& stop) {
+    auto next_poll = std::chrono::steady_clock::now();
+    while (!stop.load()) {
+        pollfd fds[3] = {{dev_fd_, POLLIN, 0}, {sim_->data_fd(), POLLIN, 0}, {-1, POLLIN, 0}};
+        if (is_sm_) fds[2].fd = is_sm_->data_fd();
+        const auto now = std::chrono::steady_clock::now();
+        const int wait = static_cast<int>(
+            std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - now).count()));
+        const int n = ::poll(fds, 3, wait);
+        if (n < 0 && errno != EINTR) throw std::runtime_error("poll: " + errno_text());
+        if (n > 0) {
+            if (fds[0].revents & (POLLERR | POLLHUP)) throw std::runtime_error(opts_.device + " closed");
+            if (fds[1].revents) from_fabric(*sim_);
+            if (fds[2].revents && is_sm_) from_fabric(*is_sm_);
+            if (fds[0].revents & POLLIN) from_device();
+        }
+        if (std::chrono::steady_clock::now() >= next_poll) {
+            mirror_port();
+            next_poll = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.poll_ms);
+            if (next_poll > next_expire_) {
+                tids_.expire(std::chrono::seconds(120));
+                next_expire_ = next_poll + std::chrono::seconds(10);
+            }
+        }
+    }
+}
+
+}  // namespace simhca_relay

@@ -1,0 +1,61 @@
+// The relay proper: MADs between /dev/simhcaN and ibsim, port attributes from ibsim.
+#pragma once
+
+#include "port_mirror.hpp"
+#include "sim_client.hpp"
+#include "tid_translator.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace simhca_relay {
+
+struct Options {
+    std::string device;          // /dev/simhcaN
+    std::string node;            // ibsim node name
+    std::string sim_basename;    // ibsim socket name space
+    int poll_ms = 100;           // PortInfo mirror period
+    int connect_timeout_ms = 10000;
+};
+
+struct Counters {
+    std::uint64_t to_fabric = 0;
+    std::uint64_t to_kernel = 0;
+    std::uint64_t undeliverable = 0;
+    std::uint64_t port_updates = 0;
+};
+
+class Relay {
+public:
+    explicit Relay(Options opts);
+    ~Relay();
+    Relay(const Relay&) = delete;
+    Relay& operator=(const Relay&) = delete;
+
+    // Runs until stop becomes true. Throws on a fatal device or ibsim error.
+    void run(const std::atomic<bool>& stop);
+    const Counters& counters() const { return counters_; }
+
+private:
+    void from_device();
+    void from_fabric(SimClient& c);
+    void mirror_port();
+    void set_local_capmask(std::uint32_t mask);
+    void write_device(const simhca_msg& m);
+
+    Options opts_;
+    int dev_fd_ = -1;
+    std::unique_ptr<SimClient> sim_;     // the node's SM slot: every request for the port
+    std::unique_ptr<SimClient> is_sm_;   // present while the kernel has IsSM set
+    TidTranslator tids_;
+    std::optional<PortSnapshot> last_;
+    std::array<std::uint8_t, 64> node_info_{};
+    Counters counters_;
+    std::chrono::steady_clock::time_point next_expire_{};
+};
+
+}  // namespace simhca_relay

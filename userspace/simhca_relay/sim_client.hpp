@@ -1,0 +1,47 @@
+// A client of ibsim attached to one node: control queries and the MAD data socket.
+#pragma once
+
+#include "ibsim_protocol.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace simhca_relay {
+
+class SimClient {
+public:
+    // Connects to ibsim (socket name space `basename`, default "sim") as client `sock_id`
+    // at `node`. issm: take the node's SM slot (unsolicited requests for the port).
+    // Waits up to connect_timeout_ms for ibsim to appear. Throws std::runtime_error.
+    SimClient(std::string basename, std::uint32_t sock_id, const std::string& node,
+              bool issm, int connect_timeout_ms);
+    ~SimClient();
+    SimClient(const SimClient&) = delete;
+    SimClient& operator=(const SimClient&) = delete;
+
+    int id() const { return client_id_; }
+    int data_fd() const { return data_fd_; }
+    const std::string& node() const { return node_; }
+
+    std::array<std::uint8_t, 64> node_info();
+    std::array<std::uint8_t, 64> port_info();
+    std::array<std::uint16_t, 32> pkeys();  // host order
+    void set_issm(bool on);
+
+    bool send(const ibsim::Packet& p);
+    // Non-blocking; nullopt when nothing is pending.
+    std::optional<ibsim::Packet> receive();
+
+private:
+    void ctl(std::uint32_t type, void* data, std::uint32_t len);
+
+    std::string basename_;
+    std::string node_;
+    int ctl_fd_ = -1;
+    int data_fd_ = -1;
+    int client_id_ = -1;
+};
+
+}  // namespace simhca_relay
