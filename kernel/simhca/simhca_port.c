@@ -54,6 +54,8 @@ static void simhca_event(struct simhca_dev *sdev, enum ib_event_type type)
 		.element.port_num = 1,
 	};
 
+	/* tests follow the events in the kernel log */
+	ibdev_info(&sdev->ibdev, "port 1: %s\n", ib_event_msg(type));
 	ib_dispatch_event(&ev);
 }
 
@@ -69,6 +71,7 @@ void simhca_port_update(struct simhca_dev *sdev, const struct simhca_port *p,
 	old = sdev->attr;
 	sdev->attr = *p;
 	sdev->ibdev.node_guid = p->node_guid;
+	sdev->ibdev.attrs.sys_image_guid = p->node_guid;
 	spin_unlock_irqrestore(&sdev->attr_lock, irqflags);
 
 	was_active = old.state == IB_PORT_ACTIVE;
