@@ -498,3 +498,25 @@ TEST_CASE("codec: masked_path_record with undefined or combined mask bits",
         CHECK(p.reserved == std::array<std::uint8_t, 6>{});
     }
 }
+
+TEST_CASE("codec: PathRecord in the data area of a libibmad-built SA MAD", "[codec][path_record]") {
+    // libibmad addresses PathRecord fields from the SA data offset (IB_SA_DATA_OFFS).
+    const auto v = values_a();
+    std::array<std::uint8_t, 256> mad{};
+    const auto rec = golden_pr(v);
+    std::copy(rec.begin(), rec.end(), mad.begin() + IB_SA_DATA_OFFS);
+    mad_set_field(mad.data(), IB_SA_DATA_OFFS, IB_SA_PR_DLID_F, 0x1234);
+    mad_set_field(mad.data(), IB_SA_DATA_OFFS, IB_SA_PR_SL_F, 0x3);
+    auto expected = expected_pr(v);
+    expected.dlid = 0x1234;
+    expected.sl = 0x3;
+    const auto p = PathRecord::unpack(mad::Bytes{mad.data() + IB_SA_DATA_OFFS, 64});
+    CHECK(p == expected);
+    std::array<std::uint8_t, 256> out{};
+    p.pack(mad::MutableBytes{out.data() + IB_SA_DATA_OFFS, 64});
+    CHECK(mad_get_field(out.data(), IB_SA_DATA_OFFS, IB_SA_PR_DLID_F) == 0x1234);
+    CHECK(mad_get_field(out.data(), IB_SA_DATA_OFFS, IB_SA_PR_SL_F) == 0x3);
+    CHECK(mad_get_field(out.data(), IB_SA_DATA_OFFS, IB_SA_PR_NPATH_F) == v.numb_path);
+    CHECK(std::equal(out.begin() + IB_SA_DATA_OFFS, out.end() - (256 - 56 - 64),
+                     mad.begin() + IB_SA_DATA_OFFS));
+}

@@ -435,3 +435,19 @@ TEST_CASE("codec: response_records edge cases", "[codec][response]") {
         CHECK(r.bytes == recs);
     }
 }
+
+TEST_CASE("codec: a records response reads back through SaMad::records", "[codec][response]") {
+    std::mt19937 rng(0xAA06);
+    const auto req = make_request(rng, IB_MAD_METHOD_GET_TABLE, UMAD_SA_ATTR_PATH_REC);
+    const auto recs = records_of(rng, 7, 64);
+    const auto out = make_records_response(req, 64, recs);
+    const auto m = mad::SaMad::unpack(out);
+    REQUIRE(m.has_value());
+    CHECK(m->header.method == mad::method::kGetTableResp);
+    CHECK(m->sm_key == 0);
+    CHECK(m->rmpp.active());
+    const auto r = m->records();
+    REQUIRE(r.size() == 7);
+    for (std::size_t i = 0; i < 7; ++i)
+        CHECK(std::equal(r[i].begin(), r[i].end(), recs.begin() + 64 * i));
+}
