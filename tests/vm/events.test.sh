@@ -2,7 +2,8 @@
 # vm test: port attribute changes in the fabric reach the kernel with the right events.
 # ibsim's Baselid changes simhca1's LID (LID_CHANGE, sysfs follows); OpenSM moving from
 # simhca0 to simhca1 changes sm_lid on both ports (SM_CHANGE) and the new master's first
-# sweep asks for client re-registration (CLIENT_REREGISTER); IsSM follows OpenSM's issm0.
+# sweep asks for client re-registration (CLIENT_REREGISTER, raised by the relay on a new
+# master since ibsim does not keep PortInfo:ClientReregister); IsSM follows OpenSM's issm0.
 # Usage: tests/vm/events.test.sh 6.1|6.12
 set -euo pipefail
 if [[ ${1:-} != --guest ]]; then

@@ -131,7 +131,11 @@ void Relay::set_local_capmask(std::uint32_t mask) {
 
 void Relay::mirror_port() {
     PortSnapshot s = make_snapshot(node_info_, sim_->port_info(), sim_->pkeys());
-    const bool rereg = s.client_rereg && !(last_ && last_->client_rereg);
+    // ibsim 0.10 does not keep PortInfo:ClientReregister (it rebuilds PortInfo from its own
+    // fields), so a new master SM is taken as the request: OpenSM sets ClientReregister on
+    // every port in its first sweep as master.
+    const bool new_master = s.port.sm_lid != 0 && (!last_ || last_->port.sm_lid != s.port.sm_lid);
+    const bool rereg = (s.client_rereg && !(last_ && last_->client_rereg)) || new_master;
     if (last_ && same_port(last_->port, s.port) && !rereg) {
         last_->client_rereg = s.client_rereg;
         return;
