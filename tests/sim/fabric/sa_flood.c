@@ -4,7 +4,8 @@
  * OpenSM, and to measure what --count-sa costs. Runs as a libibumad client, under umad2sim:
  *   scripts/fabric run --dir DIR --node H3 -- sa_flood --count 2000 --depth 16 \
  *       --slid 5 --dlid 9,10,11 [--lid SMLID]
- * Prints one line: "sent N answered N ok N errors N timeouts N seconds S rate R".
+ * Prints one line: "sent N answered N ok N errors N timeouts N seconds S rate R"; with --latency
+ * a second line "latency_us p50 X p99 Y max Z" (answered queries, send to receive).
  * Exit status 0 only if every query got a GetResp with status 0.
  */
 #include <errno.h>
@@ -31,11 +32,17 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sa_flood --slid L --dlid L[,L...] [--count N] [--depth D] [--lid SALID]\n"
-		"                [--timeout MS] [--ca NAME] [--port N]\n");
+		"                [--timeout MS] [--ca NAME] [--port N] [--latency]\n");
 	exit(2);
 }
 
@@ -44,10 +51,12 @@ int main(int argc, char **argv)
 	unsigned count = 100, depth = 1, slid = 0, salid = 0, timeout_ms = 2000, port = 0;
 	unsigned dlids[MAX_DLIDS], ndlids = 0;
 	char *ca = NULL;
+	int latency = 0;
 	static const struct option opts[] = {
 		{"count", 1, NULL, 'n'}, {"depth", 1, NULL, 'd'}, {"slid", 1, NULL, 's'},
 		{"dlid", 1, NULL, 'D'},	 {"lid", 1, NULL, 'l'},	  {"timeout", 1, NULL, 't'},
 		{"ca", 1, NULL, 'C'},	 {"port", 1, NULL, 'P'},  {"help", 0, NULL, 'h'},
+		{"latency", 0, NULL, 'L'},
 		{}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -59,6 +68,7 @@ int main(int argc, char **argv)
 		case 't': timeout_ms = strtoul(optarg, NULL, 0); break;
 		case 'C': ca = optarg; break;
 		case 'P': port = strtoul(optarg, NULL, 0); break;
+		case 'L': latency = 1; break;
 		case 'D': {
 			char *p = optarg;
 			while (*p && ndlids < MAX_DLIDS) {
@@ -102,6 +112,13 @@ int main(int argc, char **argv)
 	void *req = calloc(1, len), *resp = calloc(1, len);
 	unsigned sent = 0, answered = 0, ok = 0, errors = 0, timeouts = 0, inflight = 0;
 	uint32_t tid = 0x1000;
+	/* send time of query i (TID 0x1001 + i); latencies of the answered ones */
+	double *sent_at = calloc(count, sizeof(double)), *lat = calloc(count, sizeof(double));
+	unsigned nlat = 0;
+	if (!sent_at || !lat) {
+		fprintf(stderr, "sa_flood: out of memory\n");
+		return 1;
+	}
 	double t0 = now();
 
 	while (answered + timeouts < count) {
@@ -112,7 +129,8 @@ int main(int argc, char **argv)
 			mad_set_field(mad, 0, IB_MAD_MGMTCLASS_F, SA_CLASS);
 			mad_set_field(mad, 0, IB_MAD_CLASSVER_F, SA_CLASS_VERSION);
 			mad_set_field(mad, 0, IB_MAD_METHOD_F, IB_MAD_METHOD_GET);
-			mad_set_field(mad, 0, IB_MAD_TRID_F, ++tid); /* low 32 bits only */
+			/* low 32 bits only (mad_set_field would put a 32-bit value in the high half) */
+			mad_set_field64(mad, 0, IB_MAD_TRID_F, ++tid);
 			mad_set_field(mad, 0, IB_MAD_ATTRID_F, PR_ATTR);
 			/* component mask: DLID (bit 4), SLID (bit 5) */
 			mad_set_field64(mad, 0, IB_SA_COMPMASK_F, (1ULL << 4) | (1ULL << 5));
@@ -124,6 +142,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "sa_flood: umad_send: %s\n", strerror(errno));
 				return 1;
 			}
+			sent_at[sent] = now();
 			sent++;
 			inflight++;
 		}
@@ -145,6 +164,11 @@ int main(int argc, char **argv)
 		}
 		answered++;
 		uint8_t *mad = umad_get_mad(resp);
+		/* low 32 bits of the TID: MAD bytes 12-15, big endian */
+		uint32_t rtid = (uint32_t)mad[12] << 24 | (uint32_t)mad[13] << 16 |
+				(uint32_t)mad[14] << 8 | mad[15];
+		if (rtid > 0x1000 && rtid - 0x1001 < sent && nlat < count)
+			lat[nlat++] = now() - sent_at[rtid - 0x1001];
 		/* libibmad keeps the response bit apart from the 7-bit method */
 		if (mad_get_field(mad, 0, IB_MAD_METHOD_F) == IB_MAD_METHOD_GET &&
 		    mad_get_field(mad, 0, IB_MAD_RESPONSE_F) &&
@@ -162,6 +186,15 @@ int main(int argc, char **argv)
 	double dt = now() - t0;
 	printf("sent %u answered %u ok %u errors %u timeouts %u seconds %.3f rate %.0f\n", sent,
 	       answered, ok, errors, timeouts, dt, dt > 0 ? answered / dt : 0.0);
+	if (latency) {
+		qsort(lat, nlat, sizeof(double), cmp_double);
+		printf("latency_us p50 %.1f p99 %.1f max %.1f\n",
+		       nlat ? lat[(nlat - 1) / 2] * 1e6 : 0.0,
+		       nlat ? lat[(unsigned)((nlat - 1) * 0.99)] * 1e6 : 0.0,
+		       nlat ? lat[nlat - 1] * 1e6 : 0.0);
+	}
+	free(sent_at);
+	free(lat);
 	umad_unregister(fd, agent);
 	umad_close_port(fd);
 	umad_done();
