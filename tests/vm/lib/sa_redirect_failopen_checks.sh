@@ -96,6 +96,22 @@ eq "two fallbacks in all" "$(field 6)" 2
 echo '*:*=self' >/sys/module/ib_core/parameters/sa_redirect
 eq "a write resumes the redirect" "$(field 4)" redirect
 
+# 8. a silent target (no answer at all): the query goes to the SM after
+#    sa_redirect_timeout_ms (200), well within the caller's 3000 ms
+check "redirect to LID 0x9, which never answers" bash -c "echo '*:*=0x9' >/sys/module/ib_core/parameters/sa_redirect"
+eq "target 0x9, redirect" "$(field 3) $(field 4)" "0x9 redirect"
+sm_before=$(count 'SM attr=' $SMLOG)
+kill -USR1 $relay
+check "the query to the silent target falls back to the SM" \
+    wait_for 60 bash -c "[[ \$(grep -c 'SM attr=' $SMLOG) -gt $sm_before ]]"
+t_drop=$(grep 'DROP dlid=0x9' $SMLOG | head -n1 | sed 's/.*t=//')
+t_sm=$(grep 'SM attr=' $SMLOG | tail -n1 | sed 's/.*t=//')
+echo "silent target: sent at $t_drop, at the SM $t_sm"
+check "it waited for the redirect timeout, not the caller's (0.15 s .. 2.5 s)" \
+    python3 -c "import sys; d = $t_sm - ${t_drop:-0}; sys.exit(not 0.15 <= d <= 2.5)"
+check "back on the SM" wait_for 30 state_is fallback
+eq "three fallbacks in all" "$(field 6)" 3
+
 cat $DBG
 kill $relay
 wait $relay 2>/dev/null

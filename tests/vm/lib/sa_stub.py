@@ -4,7 +4,8 @@
   sa_stub.py relay /dev/simhcaN LOG     the fabric of one simhca port: sets the port ACTIVE
                                         (LID 5, SM LID 1) and answers every SA Get sent to
                                         the SM LID with an empty GetResp, logging
-                                        "SM attr=0xNNNN" per query. SIGUSR1: client
+                                        "SM attr=0xNNNN t=SECONDS" per query; SA Gets
+                                        to other LIDs are dropped ("DROP ..."). SIGUSR1: client
                                         re-register; SIGUSR2: move the port to LID 7.
   sa_stub.py localsa /dev/infiniband/umadN LOG
                                         a local SA: registers for SA Get on the port and
@@ -16,6 +17,7 @@ import select
 import signal
 import struct
 import sys
+import time
 
 LID, SM_LID = 5, 1
 MSG = struct.Struct("<II280s")            # struct simhca_msg
@@ -69,10 +71,13 @@ def relay(dev, path):
         if mtype != SIMHCA_MSG_MAD:
             continue
         dlid, slid, dqpn, sqpn, _, pkey_index, sl, _, length, mad = MAD.unpack(body)
-        if dlid != SM_LID or mad[1] != 0x03 or mad[3] != 0x01:
+        if mad[1] != 0x03 or mad[3] != 0x01:
             continue
         attr = struct.unpack(">H", mad[16:18])[0]
-        log(path, "SM attr=0x%04x" % attr)
+        if dlid != SM_LID:  # a silent redirect target
+            log(path, "DROP dlid=0x%x attr=0x%04x t=%.3f" % (dlid, attr, time.monotonic()))
+            continue
+        log(path, "SM attr=0x%04x t=%.3f" % (attr, time.monotonic()))
         out = MAD.pack(slid, SM_LID, sqpn, 1, QKEY, pkey_index, sl, 0, length, response(mad))
         os.write(fd, MSG.pack(SIMHCA_MSG_MAD, 0, out))
 
