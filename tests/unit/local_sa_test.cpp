@@ -374,7 +374,7 @@ TEST_CASE("ClassPortInfo is answered locally once the master's is known", "[loca
 TEST_CASE("Reports are acknowledged and handed on", "[local_sa]") {
     Fixture f;
     std::vector<std::uint16_t> traps;
-    f.sa->on_report([&](const sa::Notice& n) { traps.push_back(n.trap_number); });
+    f.sa->on_report([&](const sa::Notice& n, std::uint64_t) { traps.push_back(n.trap_number); });
     mad::SaMad r;
     r.header.method = mad::method::kReport;
     r.header.attr_id = mad::attr::kNotice;

@@ -45,7 +45,29 @@ void PathCache::store(const PathQueryKey& key, PathAnswer answer) {
         return;
     if (entries_.size() >= max_entries_ && !entries_.contains(key))
         entries_.erase(entries_.begin());
+    if (answer.refresh_at < answer.expires)
+        refresh_queue_.emplace_back(answer.refresh_at, key);
     entries_.insert_or_assign(key, std::move(answer));
+    // Bound the queue: stale items (erased or re-stored keys) are dropped when it doubles.
+    if (refresh_queue_.size() > 2 * entries_.size() + 1024) {
+        std::erase_if(refresh_queue_, [this](const auto& item) {
+            auto it = entries_.find(item.second);
+            return it == entries_.end() || it->second.refresh_at != item.first;
+        });
+    }
+}
+
+std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit) {
+    std::vector<PathQueryKey> due;
+    while (!refresh_queue_.empty() && due.size() < limit &&
+           refresh_queue_.front().first <= now) {
+        auto [when, key] = std::move(refresh_queue_.front());
+        refresh_queue_.pop_front();
+        auto it = entries_.find(key);
+        if (it != entries_.end() && it->second.refresh_at == when)
+            due.push_back(std::move(key));
+    }
+    return due;
 }
 
 std::size_t

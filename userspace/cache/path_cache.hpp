@@ -10,6 +10,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <unordered_map>
@@ -36,6 +37,9 @@ struct PathQueryKeyHash {
 struct PathAnswer {
     std::uint16_t status = 0;
     std::vector<std::uint8_t> records; // concatenated 64-byte PathRecords
+    // When the master is asked again (routing changes raise no trap).
+    Clock::time_point refresh_at;
+    // When the answer stops being served even if the master could not be asked again.
     Clock::time_point expires;
 
     std::size_t record_count() const { return records.size() / sa::PathRecord::kSize; }
@@ -57,9 +61,15 @@ public:
     std::size_t size() const { return entries_.size(); }
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
 
+    // Keys whose refresh time has come, oldest first, at most `limit` of them. Each is handed out
+    // once per store(); a key stored again is scheduled again.
+    std::vector<PathQueryKey> due_for_refresh(Clock::time_point now, std::size_t limit);
+
 private:
     std::size_t max_entries_;
     std::unordered_map<PathQueryKey, PathAnswer, PathQueryKeyHash> entries_;
+    // (refresh time, key) in store order; entries erased or stored again since are skipped.
+    std::deque<std::pair<Clock::time_point, PathQueryKey>> refresh_queue_;
 };
 
 // True when the key or any record of the answer names `gid` as source or destination.

@@ -33,7 +33,15 @@ namespace localsa {
     X(send_errors)                                                                                 \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \
-    X(reports_received)
+    X(reports_received)                                                                            \
+    X(reports_duplicate)                                                                           \
+    X(invalidated_entries)                                                                         \
+    X(refreshes)                                                                                   \
+    X(refresh_changed)                                                                             \
+    X(refresh_failed)                                                                              \
+    X(resyncs)                                                                                     \
+    X(stale_served)                                                                                \
+    X(stale_refused)
 
 struct Counters {
 #define LOCALSA_COUNTER_FIELD(name) std::uint64_t name = 0;

@@ -123,7 +123,7 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
     spdlog::info("Report: trap {} from LID {} (GID {})", notice.trap_number, notice.issuer_lid,
                  notice.subject_gid().str());
     if (report_handler_)
-        report_handler_(notice);
+        report_handler_(notice, tid_of(in.bytes));
 }
 
 nlohmann::json LocalSa::stats() const {

@@ -35,12 +35,15 @@ public:
     // Learns what it needs from the master (ClassPortInfo).
     void start();
 
-    // Called for every Report from the master (after ReportResp went out).
-    void on_report(std::function<void(const sa::Notice&)> fn) { report_handler_ = std::move(fn); }
+    // Called for every Report from the master (after ReportResp went out), with its TID.
+    using ReportHandler = std::function<void(const sa::Notice&, std::uint64_t tid)>;
+    void on_report(ReportHandler fn) { report_handler_ = std::move(fn); }
 
     Counters& counters() { return counters_; }
     const Counters& counters() const { return counters_; }
     cache::PathCache& cache() { return cache_; }
+    sa::PathRecordService& path_records() { return path_records_; }
+    sa::ClassPortInfoService& class_port_info() { return class_port_info_; }
     upstream::UpstreamClient& upstream() { return upstream_; }
     transport::MadTransport& transport() { return transport_; }
     nlohmann::json stats() const;
@@ -60,7 +63,7 @@ private:
     proxy::Proxy proxy_;
     sa::PathRecordService path_records_;
     sa::ClassPortInfoService class_port_info_;
-    std::function<void(const sa::Notice&)> report_handler_;
+    ReportHandler report_handler_;
 };
 
 } // namespace localsa

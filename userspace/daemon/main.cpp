@@ -1,4 +1,5 @@
 // localsad: the local SA daemon for one HCA port.
+#include "coherence/coherence.hpp"
 #include "control/control_server.hpp"
 #include "daemon/local_sa.hpp"
 #include "daemon/options.hpp"
@@ -95,14 +96,18 @@ int main(int argc, char** argv) {
         transport::UmadTransport umad(topt, io.get_executor(),
                                       [&](transport::InboundMad in) { local_sa->dispatch(in); });
         local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
+        coherence::Coherence coherence(io.get_executor(), *local_sa, o.coherence);
 
         const auto port = umad.port();
         if (o.control.empty())
             o.control = "/run/localsa/" + port.ca + "-" + std::to_string(port.port) + ".sock";
         control::ControlServer control(io, o.control, [&](const nlohmann::json& req) {
             const auto cmd = req.value("cmd", "");
-            if (cmd == "stats")
-                return local_sa->stats();
+            if (cmd == "stats") {
+                auto j = local_sa->stats();
+                coherence.add_stats(j);
+                return j;
+            }
             if (cmd == "dump")
                 return nlohmann::json{{"entries", dump_cache(local_sa->cache())}};
             if (cmd == "flush") {
@@ -117,12 +122,13 @@ int main(int argc, char** argv) {
         boost::asio::signal_set stop(io, SIGINT, SIGTERM);
         stop.async_wait([&](auto, int sig) {
             spdlog::info("signal {}: shutting down", sig);
-            io.stop();
+            coherence.shutdown([&] { io.stop(); });
         });
         std::signal(SIGPIPE, SIG_IGN);
 
         umad.start();
         local_sa->start();
+        coherence.start();
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
                      LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, o.control);
         io.run();

@@ -39,6 +39,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long timeout_ms = 200, retries = 2, max_outstanding = 32, max_queued = 4096;
     long path_ttl_s = 300, negative_ttl_ms = 1000;
     long cache_max_entries = 1'000'000;
+    long max_staleness_s = 300, refresh_rate = 200, port_poll_ms = 1000;
+    bool no_subscribe = false;
 
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")(
@@ -68,7 +70,15 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "path-ttl-s", po::value(&path_ttl_s)->default_value(300),
         "seconds an answer is served before the master is asked again")(
         "negative-ttl-ms", po::value(&negative_ttl_ms)->default_value(1000),
-        "milliseconds a 'no such path' answer is remembered (0: never)");
+        "milliseconds a 'no such path' answer is remembered (0: never)")(
+        "max-staleness-s", po::value(&max_staleness_s)->default_value(300),
+        "seconds an answer is still served after its refresh failed (master unreachable)")(
+        "refresh-rate", po::value(&refresh_rate)->default_value(200),
+        "refresh queries to the master per second at most")(
+        "port-poll-ms", po::value(&port_poll_ms)->default_value(1000),
+        "how often the port's LID, SM LID, state and PKeys are read")(
+        "no-subscribe", po::bool_switch(&no_subscribe),
+        "do not subscribe to the master's events (rely on refresh alone)");
 
     po::options_description all;
     all.add(general).add(tuning);
@@ -108,6 +118,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("cache-max-entries", cache_max_entries, 0L, 100'000'000L);
     require_range("path-ttl-s", path_ttl_s, 0L, 86'400L);
     require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
+    require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
+    require_range("refresh-rate", refresh_rate, 1L, 100'000L);
+    require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");
@@ -122,6 +135,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     c.cache_max_entries = static_cast<std::size_t>(cache_max_entries);
     c.path_record.positive_ttl = std::chrono::seconds{path_ttl_s};
     c.path_record.negative_ttl = std::chrono::milliseconds{negative_ttl_ms};
+    c.path_record.max_staleness = std::chrono::seconds{max_staleness_s};
+    o.coherence.subscribe = !no_subscribe;
+    o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
+    o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
     c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
     result.options = o;
     return result;

@@ -1,6 +1,7 @@
 // localsad's command line and configuration file (the same option names in both).
 #pragma once
 
+#include "coherence/coherence.hpp"
 #include "daemon/local_sa.hpp"
 
 #include <optional>
@@ -19,6 +20,7 @@ struct DaemonOptions {
     // ibsim only: claim IsSM and answer SMInfo ("auto": when running under umad2sim).
     std::string sim = "auto";
     LocalSaConfig local_sa;
+    coherence::CoherenceConfig coherence;
 };
 
 class UsageError : public std::runtime_error {

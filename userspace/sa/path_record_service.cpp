@@ -69,9 +69,13 @@ void PathRecordService::handle(const transport::InboundMad& in) {
                                                        Bytes{in.bytes}.subspan(kSaHeaderSize));
     Waiter waiter{in.from, in.bytes};
     if (const auto* hit = cache_.find(key, cache::Clock::now())) {
-        ++counters_.pr_cache_hits;
-        answer(waiter, *hit);
-        return;
+        if (!stale_check_ || !stale_check_(key, *hit)) {
+            ++counters_.pr_cache_hits;
+            answer(waiter, *hit);
+            return;
+        }
+        // The safety net under event invalidation: never serve what we know to be stale.
+        ++counters_.stale_refused;
     }
     auto [it, first] = pending_.try_emplace(key);
     if (!first) {
@@ -108,8 +112,11 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     if (node.empty())
         return;
     auto& waiters = node.mapped();
-    if (reply.outcome != upstream::Outcome::Response)
+    if (reply.outcome != upstream::Outcome::Response) {
+        if (waiters.empty())
+            ++counters_.refresh_failed; // the cached answer stays until it expires
         return; // the requesters retry, as they would with the master
+    }
     const auto& resp = reply.response;
     const bool well_formed = resp.size() >= kSaHeaderSize && resp[1] == mgmt_class::kSubnAdm &&
                              load_be16(resp, 16) == attr::kPathRecord;
@@ -128,8 +135,26 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     const bool cacheable =
         records.complete && (answer_value.status == status::kOk ||
                              answer_value.status == status::kSaNoRecords);
+    const auto now = cache::Clock::now();
     const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
-    answer_value.expires = cache::Clock::now() + ttl;
+    if (answer_value.negative()) {
+        answer_value.refresh_at = answer_value.expires = now + ttl;
+    } else {
+        // xorshift: a cheap spread of +-10% of the TTL
+        jitter_state_ ^= jitter_state_ << 13;
+        jitter_state_ ^= jitter_state_ >> 7;
+        jitter_state_ ^= jitter_state_ << 17;
+        const auto spread = ttl.count() / 5;
+        const auto jitter = spread ? static_cast<long>(jitter_state_ % spread) - spread / 2 : 0;
+        answer_value.refresh_at = now + ttl + std::chrono::milliseconds{jitter};
+        answer_value.expires = answer_value.refresh_at + config_.max_staleness;
+    }
+    if (waiters.empty()) {
+        // A refresh: note whether the master changed its mind.
+        const auto* old = cache_.find(key, now);
+        if (!old || old->status != answer_value.status || old->records != answer_value.records)
+            ++counters_.refresh_changed;
+    }
     for (const auto& w : waiters) {
         if (answer_value.status == status::kOk && records.complete)
             answer(w, answer_value);
@@ -138,6 +163,20 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     }
     if (cacheable && ttl.count() > 0)
         cache_.store(key, std::move(answer_value));
+}
+
+void PathRecordService::refresh(const cache::PathQueryKey& key) {
+    auto [it, first] = pending_.try_emplace(key);
+    if (!first)
+        return; // a miss for the same question is already on its way
+    ++counters_.refreshes;
+    SaMad q;
+    q.header.method = key.method;
+    q.header.attr_id = attr::kPathRecord;
+    q.comp_mask = key.comp_mask;
+    std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
+    upstream_.submit(q.pack(),
+                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
 }
 
 void PathRecordService::answer(const Waiter& w, const cache::PathAnswer& a) {

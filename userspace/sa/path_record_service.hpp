@@ -9,14 +9,18 @@
 #include "upstream/upstream_client.hpp"
 
 #include <chrono>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
 namespace localsa::sa {
 
 struct PathRecordConfig {
-    // How long an answer is served before it is asked again (routing changes raise no trap).
+    // How long an answer is served before the master is asked again (routing changes raise no
+    // trap); spread by +-10% so that answers stored together are not refreshed together.
     std::chrono::milliseconds positive_ttl{std::chrono::minutes{5}};
+    // How much longer an answer is served while the master cannot be asked.
+    std::chrono::milliseconds max_staleness{std::chrono::minutes{5}};
     // How long "no such path" is remembered.
     std::chrono::milliseconds negative_ttl{std::chrono::seconds{1}};
 };
@@ -30,6 +34,11 @@ public:
           config_(config) {}
 
     void handle(const transport::InboundMad& request);
+    // Asks the master again for a cached question; the answer replaces the cached one.
+    void refresh(const cache::PathQueryKey& key);
+    // A veto on serving a cached answer (coherence knows of GIDs reported out of service).
+    using StaleCheck = std::function<bool(const cache::PathQueryKey&, const cache::PathAnswer&)>;
+    void set_stale_check(StaleCheck check) { stale_check_ = std::move(check); }
 
     // Misses waiting for the master, for stats and tests.
     std::size_t pending() const { return pending_.size(); }
@@ -55,6 +64,8 @@ private:
     PathRecordConfig config_;
     std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash>
         pending_;
+    StaleCheck stale_check_;
+    std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
 };
 
 // OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero

@@ -65,7 +65,11 @@ ResponseRecords response_records(Bytes response, std::size_t record_size) {
     const auto rmpp = RmppHeader::unpack(response);
     constexpr std::size_t kSaHeaderAfterRmpp = kSaHeaderSize - kRmppHeaderOffset - 12;
     if (rmpp.active() && rmpp.paylen_newwin >= kSaHeaderAfterRmpp) {
-        wanted = rmpp.paylen_newwin - kSaHeaderAfterRmpp;
+        // The first segment's PayloadLength counts the SA header once per segment.
+        constexpr std::size_t kSegmentPayload = kMadSize - kRmppHeaderOffset - 12; // 220
+        const std::size_t segments =
+            (rmpp.paylen_newwin + kSegmentPayload - 1) / kSegmentPayload;
+        wanted = rmpp.paylen_newwin - segments * kSaHeaderAfterRmpp;
         if (wanted > available)
             out.complete = false;
     } else if (response[3] == method::kGetResp) {

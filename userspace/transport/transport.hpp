@@ -68,6 +68,8 @@ public:
     virtual bool send(mad::Bytes mad, const MadAddress& to,
                       std::chrono::milliseconds response_timeout) = 0;
     virtual PortState port() const = 0;
+    // Reads the port's attributes again (they change on port events) and returns them.
+    virtual PortState refresh_port() { return port(); }
 };
 
 } // namespace localsa::transport

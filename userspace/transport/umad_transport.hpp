@@ -44,7 +44,7 @@ public:
               std::chrono::milliseconds response_timeout) override;
     PortState port() const override;
     // Re-reads the port's attributes (LID, SM LID, state, PKeys). Returns the new state.
-    PortState refresh_port();
+    PortState refresh_port() override;
 
 private:
     void receive_loop();

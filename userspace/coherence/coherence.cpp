@@ -1,0 +1,251 @@
+#include "coherence/coherence.hpp"
+
+#include "mad/constants.hpp"
+#include "mad/mad.hpp"
+#include "sa/inform_info.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace localsa::coherence {
+
+using namespace std::chrono_literals;
+
+Coherence::Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa,
+                     CoherenceConfig config)
+    : executor_(executor), local_sa_(local_sa), config_(config), refresh_timer_(executor),
+      port_timer_(executor), resubscribe_timer_(executor) {
+    local_sa_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
+    local_sa_.path_records().set_stale_check(
+        [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) { return is_stale(k, a); });
+}
+
+void Coherence::start() {
+    last_port_ = local_sa_.transport().port();
+    if (config_.subscribe)
+        subscribe_all(true);
+    schedule_refresh();
+    schedule_port_poll();
+}
+
+void Coherence::subscribe_all(bool subscribe) {
+    const auto generation = generation_;
+    for (auto trap : kSubscribedTraps) {
+        if (subscribe && subscribed_.contains(trap))
+            continue;
+        mad::SaMad set;
+        set.header.method = mad::method::kSet;
+        set.header.attr_id = mad::attr::kInformInfo;
+        sa::InformInfo info;
+        info.lid_range_begin = 0xffff; // every LID
+        info.is_generic = 1;
+        info.subscribe = subscribe ? 1 : 0;
+        info.type = 0xffff; // every type
+        info.trap_number = trap;
+        info.qpn = 1;
+        info.resp_time_value = 18;
+        info.producer_type = 0xffffff; // every producer
+        info.pack(set.data);
+        local_sa_.upstream().submit(
+            set.pack(), [this, trap, subscribe, generation](upstream::Reply r) {
+                if (generation != generation_ || !subscribe)
+                    return;
+                if (r.outcome == upstream::Outcome::Response)
+                    on_subscribed(trap, r.response);
+                if (!subscribed_.contains(trap)) {
+                    resubscribe_timer_.expires_after(config_.resubscribe_retry);
+                    resubscribe_timer_.async_wait([this](auto ec) {
+                        if (!ec)
+                            subscribe_all(true);
+                    });
+                }
+            });
+    }
+}
+
+void Coherence::on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& resp) {
+    const auto status = mad::load_be16(resp, 4);
+    if (status != 0) {
+        spdlog::warn("master refused the subscription to trap {}: {}", trap,
+                     mad::status_name(status));
+        return;
+    }
+    subscribed_.insert(trap);
+    if (subscribed_.size() == std::size(kSubscribedTraps))
+        spdlog::info("subscribed to traps 64-67, 144, 145 at the master");
+}
+
+void Coherence::shutdown(std::function<void()> done) {
+    refresh_timer_.cancel();
+    port_timer_.cancel();
+    resubscribe_timer_.cancel();
+    if (subscribed_.empty()) {
+        done();
+        return;
+    }
+    // Best effort: the master forgets subscribers whose Reports fail anyway.
+    subscribe_all(false);
+    subscribed_.clear();
+    auto timer = std::make_shared<boost::asio::steady_timer>(executor_, 300ms);
+    timer->async_wait([timer, done = std::move(done)](auto) { done(); });
+}
+
+bool Coherence::is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const {
+    if (out_of_service_.empty() || answer.negative())
+        return false;
+    return std::any_of(out_of_service_.begin(), out_of_service_.end(),
+                       [&](const sa::Gid& g) { return cache::answer_involves(key, answer, g); });
+}
+
+std::size_t Coherence::invalidate_gid(const sa::Gid& gid) {
+    const auto n = local_sa_.cache().erase_if(
+        [&](const auto& k, const auto& a) { return cache::answer_involves(k, a, gid); });
+    local_sa_.counters().invalidated_entries += n;
+    return n;
+}
+
+void Coherence::on_report(const sa::Notice& notice, std::uint64_t tid) {
+    // The master resends a Report (same TID) until it sees our ReportResp.
+    if (std::find(recent_report_tids_.begin(), recent_report_tids_.end(), tid) !=
+        recent_report_tids_.end()) {
+        ++local_sa_.counters().reports_duplicate;
+        return;
+    }
+    recent_report_tids_.push_back(tid);
+    if (recent_report_tids_.size() > 256)
+        recent_report_tids_.pop_front();
+
+    const auto gid = notice.subject_gid();
+    auto& cache = local_sa_.cache();
+    switch (notice.trap_number) {
+    case sa::trap::kGidOutOfService: {
+        out_of_service_.insert(gid);
+        const auto n = invalidate_gid(gid);
+        spdlog::info("GID {} out of service: {} cached answers dropped", gid.str(), n);
+        break;
+    }
+    case sa::trap::kGidInService: {
+        out_of_service_.erase(gid);
+        // "No such path" answers about it are wrong now, and so is any table that lacks it.
+        const auto n = cache.erase_if([&](const auto& k, const auto& a) {
+            return k.method == mad::method::kGetTable ||
+                   (a.negative() && cache::answer_involves(k, a, gid));
+        });
+        local_sa_.counters().invalidated_entries += n;
+        spdlog::info("GID {} in service: {} cached answers dropped", gid.str(), n);
+        break;
+    }
+    case sa::trap::kMcGroupCreated:
+    case sa::trap::kMcGroupDeleted: {
+        const auto n = invalidate_gid(gid); // paths to the group's MGID
+        spdlog::debug("multicast group {} {}: {} cached answers dropped", gid.str(),
+                      notice.trap_number == sa::trap::kMcGroupCreated ? "created" : "deleted", n);
+        break;
+    }
+    case sa::trap::kCapabilityMaskChange:
+    case sa::trap::kSystemImageGuidChange: {
+        // The issuing port changed: ask the master again about paths to and from it.
+        std::vector<cache::PathQueryKey> keys;
+        cache.for_each([&](const auto& k, const auto& a) {
+            for (std::size_t off = 0; off + sa::PathRecord::kSize <= a.records.size();
+                 off += sa::PathRecord::kSize) {
+                const auto dlid = mad::load_be16(a.records, off + 40);
+                const auto slid = mad::load_be16(a.records, off + 42);
+                if (dlid == notice.issuer_lid || slid == notice.issuer_lid) {
+                    keys.push_back(k);
+                    return;
+                }
+            }
+        });
+        for (const auto& k : keys)
+            local_sa_.path_records().refresh(k);
+        spdlog::info("trap {} from LID {}: {} cached answers refreshed", notice.trap_number,
+                     notice.issuer_lid, keys.size());
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void Coherence::resync(const std::string& why) {
+    ++local_sa_.counters().resyncs;
+    ++generation_;
+    const auto n = local_sa_.cache().size();
+    local_sa_.cache().clear();
+    out_of_service_.clear();
+    subscribed_.clear();
+    spdlog::info("resync ({}): {} cached answers dropped, re-subscribing", why, n);
+    local_sa_.class_port_info().forget();
+    if (local_sa_.transport().port().active()) {
+        local_sa_.class_port_info().refresh();
+        if (config_.subscribe)
+            subscribe_all(true);
+    }
+}
+
+void Coherence::schedule_refresh() {
+    // Ten slices a second keep the refresh load smooth.
+    refresh_timer_.expires_after(100ms);
+    refresh_timer_.async_wait([this](auto ec) {
+        if (ec)
+            return;
+        const auto budget = std::max<std::size_t>(1, config_.refresh_rate / 10);
+        for (const auto& key : local_sa_.cache().due_for_refresh(cache::Clock::now(), budget))
+            local_sa_.path_records().refresh(key);
+        schedule_refresh();
+    });
+}
+
+void Coherence::schedule_port_poll() {
+    port_timer_.expires_after(config_.port_poll);
+    port_timer_.async_wait([this](auto ec) {
+        if (ec)
+            return;
+        poll_port();
+        schedule_port_poll();
+    });
+}
+
+void Coherence::poll_port() {
+    transport::PortState now;
+    try {
+        now = local_sa_.transport().refresh_port();
+    } catch (const std::exception& e) {
+        spdlog::warn("cannot read the port: {}", e.what());
+        return;
+    }
+    const auto before = last_port_;
+    last_port_ = now;
+    if (now == before)
+        return;
+    if (!now.active()) {
+        if (before.active())
+            spdlog::warn("port {} not active (state {}): answering nothing from the cache",
+                         now.port, now.state);
+        return;
+    }
+    std::string why;
+    if (!before.active())
+        why = "port active again";
+    else if (now.sm_lid != before.sm_lid || now.sm_sl != before.sm_sl)
+        why = "SM moved from LID " + std::to_string(before.sm_lid) + " to " +
+              std::to_string(now.sm_lid);
+    else if (now.lid != before.lid || now.lmc != before.lmc)
+        why = "LID changed from " + std::to_string(before.lid) + " to " + std::to_string(now.lid);
+    else if (now.pkeys != before.pkeys)
+        why = "PKey table changed";
+    else if (now.gid != before.gid)
+        why = "GID changed";
+    if (!why.empty())
+        resync(why);
+}
+
+void Coherence::add_stats(nlohmann::json& j) const {
+    j["subscriptions"] = subscribed_.size();
+    j["gids_out_of_service"] = out_of_service_.size();
+}
+
+} // namespace localsa::coherence

@@ -1,0 +1,72 @@
+// Keeps the local SA's cache coherent with the master: event subscriptions (InformInfo) and
+// the Reports they bring, periodic refresh of cached answers (re-routes raise no trap), and a
+// resync (flush, re-subscribe) when the port's LID, SM, PKeys or state change.
+#pragma once
+
+#include "daemon/local_sa.hpp"
+#include "sa/gid.hpp"
+#include "sa/notice.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <deque>
+#include <set>
+
+namespace localsa::coherence {
+
+struct CoherenceConfig {
+    bool subscribe = true;
+    // How often the port's attributes are read (LID, SM LID, state, PKeys).
+    std::chrono::milliseconds port_poll{1000};
+    // Refresh queries sent to the master per second at most, so a refresh never bursts.
+    unsigned refresh_rate = 200;
+    // Subscriptions the master did not confirm are tried again after this long.
+    std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
+};
+
+// The traps the local SA subscribes to (sa-facts: 64-67 from the SM, 144/145 forwarded).
+inline constexpr std::uint16_t kSubscribedTraps[] = {
+    sa::trap::kGidInService,        sa::trap::kGidOutOfService,
+    sa::trap::kMcGroupCreated,      sa::trap::kMcGroupDeleted,
+    sa::trap::kCapabilityMaskChange, sa::trap::kSystemImageGuidChange};
+
+class Coherence {
+public:
+    Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa, CoherenceConfig config);
+
+    void start();
+    // Unsubscribes (best effort) and calls `done` once the master answered or after a bound.
+    void shutdown(std::function<void()> done);
+    // Handles one Report (the LocalSa already acknowledged it).
+    void on_report(const sa::Notice& notice, std::uint64_t tid);
+    // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
+    void resync(const std::string& why);
+    void add_stats(nlohmann::json& stats) const;
+
+private:
+    void subscribe_all(bool subscribe);
+    void on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& response);
+    void schedule_refresh();
+    void schedule_port_poll();
+    void poll_port();
+    std::size_t invalidate_gid(const sa::Gid& gid);
+    bool is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const;
+
+    boost::asio::any_io_executor executor_;
+    LocalSa& local_sa_;
+    CoherenceConfig config_;
+    boost::asio::steady_timer refresh_timer_;
+    boost::asio::steady_timer port_timer_;
+    boost::asio::steady_timer resubscribe_timer_;
+    transport::PortState last_port_;
+    std::set<std::uint16_t> subscribed_;
+    std::deque<std::uint64_t> recent_report_tids_;
+    // GIDs the master reported out of service and not back yet.
+    std::set<sa::Gid> out_of_service_;
+    std::uint64_t generation_ = 0; // bumps on resync; late answers of an older one are ignored
+};
+
+} // namespace localsa::coherence
