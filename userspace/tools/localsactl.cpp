@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <thread>
 
 using namespace localsa;
 namespace po = boost::program_options;
@@ -132,7 +133,11 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
         "query sa: get, gettable, set or delete")(
         "comp-mask", po::value<std::string>()->default_value("0"), "query sa: component mask")(
         "data", po::value<std::string>()->default_value(""), "query sa: record bytes in hex")(
-        "hex", po::value<std::string>(), "query raw: the whole MAD in hex, sent as it is");
+        "hex", po::value<std::string>(), "query raw: the whole MAD in hex, sent as it is")(
+        "watch-ms", po::value<long>(),
+        "ask again every --interval-ms for this long; print each change of status with a "
+        "timestamp (ms since the epoch)")(
+        "interval-ms", po::value<long>()->default_value(20), "pause between --watch-ms queries");
     if (args.empty())
         throw UsageError("query needs a kind: pr, sa or raw");
     po::variables_map qv;
@@ -234,6 +239,27 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
         throw UsageError("unknown query kind '" + kind + "'");
     }
 
+    if (qv.count("watch-ms")) {
+        using clock = std::chrono::system_clock;
+        const auto until = clock::now() + std::chrono::milliseconds{qv["watch-ms"].as<long>()};
+        const auto pause = std::chrono::milliseconds{qv["interval-ms"].as<long>()};
+        std::string last;
+        while (clock::now() < until) {
+            const auto sent = clock::now();
+            mad::set_tid(request, fresh_tid());
+            auto r = client.query(request, lid, timeout);
+            const auto st = r ? mad::status_name(mad::load_be16(*r, 4)) : std::string("none");
+            if (st != last) {
+                const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    sent.time_since_epoch())
+                                    .count();
+                std::cout << "t=" << ms << " status=" << st << std::endl;
+                last = st;
+            }
+            std::this_thread::sleep_for(pause);
+        }
+        return 0;
+    }
     auto resp = client.query(request, lid, timeout);
     if (!resp) {
         std::cerr << "localsactl: no answer from LID " << lid << " within " << timeout.count()
