@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
                             log_level = "warn";
     std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128;
     long timeout_ms = 5000, up_timeout_ms = 200, up_retries = 2, up_outstanding = 32;
+    std::size_t cache_max_entries = 1'000'000;
 
     po::options_description opts(
         "Usage: localsa-fleet --nodes FILE [options]\n\n"
@@ -150,6 +151,8 @@ int main(int argc, char** argv) {
         "each LocalSa's retries towards the master")(
         "upstream-outstanding", po::value(&up_outstanding)->default_value(up_outstanding),
         "each LocalSa's queries in flight to the master at most")(
+        "cache-max-entries", po::value(&cache_max_entries)->default_value(cache_max_entries),
+        "each LocalSa's cache size (0: no cache, every query goes to the master)")(
         "count-cmd", po::value(&count_cmd),
         "command printing the master's PathRecord request count (run around every phase)")(
         "count-all-cmd", po::value(&count_all_cmd),
@@ -299,6 +302,7 @@ int main(int argc, char** argv) {
             cfg.upstream.try_timeout = std::chrono::milliseconds{up_timeout_ms};
             cfg.upstream.retries = static_cast<int>(up_retries);
             cfg.upstream.max_outstanding = static_cast<std::size_t>(up_outstanding);
+            cfg.cache_max_entries = cache_max_entries;
             const auto all0 = run_count(count_all_cmd);
             for (std::size_t i = 0; i < n; ++i) {
                 transport::PortState st;
