@@ -240,6 +240,7 @@ static int simhca_send_one(struct simhca_qp *qp, const struct ib_send_wr *wr)
 	struct simhca_msg *msg;
 	size_t off = 0;
 	u16 lid, dlid;
+	bool local;
 	u8 class;
 	int i;
 
@@ -268,20 +269,21 @@ static int simhca_send_one(struct simhca_qp *qp, const struct ib_send_wr *wr)
 	msg->mad.pkey_index = ud->pkey_index;
 	msg->mad.sl = rdma_ah_get_sl(&ah->attr);
 
+	local = class != IB_MGMT_CLASS_SUBN_LID_ROUTED &&
+		class != IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE &&
+		simhca_lid_is_local(sdev, dlid, &lid);
 	if (class == IB_MGMT_CLASS_SUBN_DIRECTED_ROUTE) {
 		msg->mad.slid = 0xffff;
-	} else if (class != IB_MGMT_CLASS_SUBN_LID_ROUTED &&
-		   simhca_lid_is_local(sdev, dlid, &lid)) {
-		/* a GMP to one of the port's own LIDs never leaves the HCA */
-		msg->mad.slid = lid | rdma_ah_get_path_bits(&ah->attr);
-		simhca_deliver(sdev, &msg->mad);
-		kfree(msg);
-		return 0;
 	} else {
-		simhca_lid_is_local(sdev, 0, &lid);
+		if (!local)
+			simhca_lid_is_local(sdev, 0, &lid);
 		msg->mad.slid = lid | rdma_ah_get_path_bits(&ah->attr);
 	}
-	simhca_relay_queue(sdev, msg);
+	/* a GMP to one of the port's own LIDs never leaves the HCA */
+	if (local)
+		simhca_deliver(sdev, &msg->mad);
+	else
+		simhca_relay_queue(sdev, msg);
 	kfree(msg);
 	return 0;
 }

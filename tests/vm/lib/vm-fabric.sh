@@ -34,6 +34,9 @@ fabric_ports_active() {
     done
 }
 
+# the SA answers (OpenSM serves queries once its first sweep as master is done)
+fabric_sa_ready() { saquery -C simhca0 -P 1 -c >/dev/null 2>&1; }
+
 fabric_sm_master() { grep -q "Entering MASTER state" "$VM_FABRIC_DIR/opensm.log" 2>/dev/null; }
 
 fabric_start() {
@@ -75,7 +78,8 @@ fabric_start() {
     VM_OPENSM_PID=$!
     export VM_OPENSM_PID
     FABRIC_PIDS+=($!)
-    if ! fabric_wait 90 fabric_sm_master || ! fabric_wait 60 fabric_ports_active; then
+    if ! fabric_wait 90 fabric_sm_master || ! fabric_wait 60 fabric_ports_active ||
+        ! fabric_wait 60 fabric_sa_ready; then
         fabric_log "the subnet did not come up in $((SECONDS - t0)) s"
         tail -n 20 "$VM_FABRIC_DIR/opensm.log" >&2
         tail -n 5 "$VM_FABRIC_DIR"/relay-*.log >&2
