@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus: tests/fuzz/corpus/{codec,dispatch}/. Run again after changing the
+input formats of the targets (codec_fuzz.cpp, dispatch_fuzz.cpp); inputs named regress-* are
+regression inputs found by fuzzing and are kept as they are."""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def gid(guid):
+    return struct.pack(">QQ", 0xFE80000000000000, guid)
+
+
+def sa_mad(method, attr, tid=0x42, mask=0, data=b"", status=0, sm_key=0, attr_offset=0,
+           rmpp=b"\0" * 12, mgmt=3, cver=2, size=256):
+    hdr = struct.pack(">BBBBHHQHHI", 1, mgmt, cver, method, status, 0, tid, attr, 0, 0)
+    sa = rmpp + struct.pack(">QHHQ", sm_key, attr_offset, 0, mask)
+    body = hdr + sa + data
+    return body + b"\0" * max(0, size - len(body))
+
+
+def path_record(sgid=0x100003, dguid=0x100005, dlid=0, slid=0, reversible=1, numb=1, pkey=0,
+                mtu=0, rate=0, life=0):
+    return (struct.pack(">Q", 0) + gid(dguid) + gid(sgid) + struct.pack(">HH", dlid, slid) +
+            struct.pack(">I", 0) + bytes([0, reversible << 7 | numb]) + struct.pack(">HH", pkey, 0) +
+            bytes([mtu, rate, life, 0]) + b"\0" * 6)
+
+
+PR_MASK = (1 << 2) | (1 << 3) | (1 << 11) | (1 << 12)  # DGID SGID Reversible NumbPath
+
+
+def rmpp_hdr(paylen):
+    return struct.pack(">BBBBII", 1, 1, 0x07, 0, 1, paylen)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def codec():
+    pr_get = sa_mad(0x01, 0x35, mask=PR_MASK, data=path_record())
+    recs = b"".join(path_record(dlid=0x10 + i, slid=5, mtu=4, rate=7, life=18) for i in range(3))
+    pr_table = sa_mad(0x92, 0x35, attr_offset=8, data=recs, rmpp=rmpp_hdr(len(recs) + 40),
+                      size=56 + len(recs))
+    node_get = sa_mad(0x01, 0x11, mask=1, data=struct.pack(">H", 7))
+    notice = struct.pack(">IHHH", 0x80000000 | 3 << 24, 64, 1, 1) + b"\0" * 6 + gid(0x100005)
+    notice += b"\0" * (80 - len(notice))
+    report = sa_mad(0x06, 0x02, data=notice)
+    smi = bytearray(256)
+    smi[0:4] = bytes([1, 0x81, 1, 1])
+    smi[16:18] = struct.pack(">H", 0x20)
+    inform = gid(0) + struct.pack(">HHHBBHHII", 0xFFFF, 0, 0, 1, 1, 0xFFFF, 64, 0, 0xFFFFFF)
+    samples = {
+        "pr-get": pr_get, "pr-gettable-resp": pr_table, "node-get": node_get, "report": report,
+        "sminfo": bytes(smi), "informinfo-set": sa_mad(0x02, 0x03, data=inform),
+        "short": pr_get[:40], "pr-get-resp-short": sa_mad(0x81, 0x35, attr_offset=8, size=56),
+        "getresp-rmpp-liar": sa_mad(0x92, 0x35, attr_offset=8, rmpp=rmpp_hdr(0xFFFFFFFF),
+                                    data=recs),
+    }
+    for name, mad in samples.items():
+        for sel in range(4):
+            write("codec", f"{name}-{sel}", bytes([sel]) + mad)
+    # masked_path_record: mask then record
+    write("codec", "masked-defined", bytes([1]) + struct.pack(">Q", (1 << 23) - 1) + path_record())
+    # response_records: record size then response
+    write("codec", "records-64", bytes([2, 64]) + pr_table)
+    # make_*_response: status, record size / 8, records length, records, request
+    write("codec", "responses", bytes([3]) + struct.pack(">HBB", 0x300, 8, 64) + recs[:64] + pr_get)
+
+
+# dispatch input: flags, limits, then operations (see dispatch_fuzz.cpp)
+ALL_LIMITS = 0xFF  # 4 outstanding, 7 queued, 7 cache entries
+
+
+def req(who, which, arg=5, tid=(0, 1), flags=0, patches=(), length=0):
+    out = [0, who, which, arg, tid[0], tid[1], flags, len(patches)]
+    for off, val in patches:
+        out += [off, val]
+    return out + [length]
+
+
+def resp(index, status=0, records=1, rmpp=0, frm=0, patches=(), length=0):
+    out = [2, index, status, records, rmpp, frm, len(patches)]
+    for off, val in patches:
+        out += [off, val]
+    return out + [length]
+
+
+def raw(who, data):
+    return [4, who, len(data) >> 8, len(data) & 0xFF] + list(data)
+
+
+POLL, FAILED, STATS = [5], [6], [9]
+
+
+def port(v):
+    return [7, v]
+
+
+def refresh(limit=7):
+    return [8, limit]
+
+
+def dispatch():
+    seqs = {
+        "pr-miss-then-hit": [0, ALL_LIMITS] + req(0, 0) + resp(0) + req(0, 0, tid=(0, 2)) + STATS,
+        "pr-coalesce": [0, ALL_LIMITS] + req(0, 0) + req(1, 0, tid=(0, 2)) + req(0, 0) + resp(0),
+        "pr-gettable": [0, ALL_LIMITS] + req(0, 1) + resp(0, records=3, rmpp=1) + req(0, 1, tid=(1, 1)),
+        "pr-gettable-truncated": [0, ALL_LIMITS] + req(0, 2) + resp(0, records=5, rmpp=1, length=100),
+        "pr-foreign": [0, ALL_LIMITS] + req(2, 0) + resp(0) + req(2, 0, tid=(0, 9)) + resp(1),
+        "pr-sm-key": [0, ALL_LIMITS] + req(0, 0, flags=1) + resp(0),
+        "pr-no-records": [16, ALL_LIMITS] + req(0, 0) + resp(0, status=4, records=0) + req(0, 0),
+        "pr-local-errors": [0, ALL_LIMITS] + req(0, 0, arg=0x25) + req(0, 0, arg=0x45,
+                                                                        patches=[(56 + 54, 0x87)]),
+        "node-record": [0, ALL_LIMITS] + req(2, 3, arg=7) + resp(0, records=0x81),
+        "cpi": [64, ALL_LIMITS] + resp(0, records=0x89) + req(0, 4) + req(2, 4, tid=(0, 3)),
+        "report": [0, ALL_LIMITS] + req(0, 0) + resp(0) + req(3, 7, arg=1) + req(0, 0, tid=(0, 4)),
+        "sminfo": [4, ALL_LIMITS] + req(3, 8) + req(3, 9, tid=(0, 2)) + req(3, 8, length=100),
+        "timeouts": [1, ALL_LIMITS] + req(0, 0) + req(2, 3) + POLL + POLL + POLL + resp(0),
+        "busy": [0, ALL_LIMITS] + req(0, 0) + resp(0, status=3) + POLL + resp(1) + POLL,
+        "busy-timeout0": [1, ALL_LIMITS] + req(0, 0) + resp(0, status=3) + POLL + resp(1),
+        "overflow": [0, 0x00] + req(0, 0, arg=1) + req(0, 0, arg=2) + req(2, 3) + req(0, 5) + resp(0),
+        "refresh": [8, ALL_LIMITS] + req(0, 0) + resp(0) + refresh() + resp(1, records=1),
+        "no-master": [0, ALL_LIMITS] + port(6) + req(0, 0) + port(0) + req(0, 0) + resp(0),
+        "port-down": [0, ALL_LIMITS] + port(1) + req(0, 0) + resp(0) + port(0) + req(0, 0),
+        "proxied": [0, ALL_LIMITS] + req(0, 5) + req(0, 6) + req(2, 10) + req(0, 11) + req(0, 12) +
+                   resp(0, records=0x80) + resp(1) + resp(2, records=0x82) + resp(3) + FAILED,
+        "malformed": [0, ALL_LIMITS] + raw(0, b"\x01\x03" + b"\0" * 8) +
+                     req(0, 0, patches=[(0, 2)]) + req(0, 0, patches=[(2, 1)]) +
+                     req(0, 0, patches=[(3, 9)]) + req(0, 0, flags=2) + req(0, 0, length=40) +
+                     req(0, 13, arg=0x55) + raw(3, sa_mad(0x81, 0x35, size=56)),
+        "lmc": [32, ALL_LIMITS] + req(4, 0) + resp(0) + req(4, 0, tid=(0, 7)),
+    }
+    for name, ops in seqs.items():
+        write("dispatch", name, bytes(ops))
+
+
+codec()
+dispatch()
