@@ -19,7 +19,7 @@ WORK=$(mktemp -d /tmp/localsa-demo-test.XXXXXX)
 cleanup() { rm -rf "$WORK"; }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-cd "$WORK"
+cd "$WORK" || exit 1
 
 # scripts/demo stops every fabric it started (also on failure).
 LOCALSA_BUILD=$(dirname "$BIN") "$ROOT/scripts/demo" --hosts "$N" --sizes "$N" --out "$WORK/out" \
