@@ -3,6 +3,8 @@
 #include "mad/constants.hpp"
 #include "mad/mad.hpp"
 #include "sa/inform_info.hpp"
+#include "sa/path_record.hpp"
+#include "sa/response.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -16,7 +18,7 @@ using namespace std::chrono_literals;
 Coherence::Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa,
                      CoherenceConfig config)
     : executor_(executor), local_sa_(local_sa), config_(config), refresh_timer_(executor),
-      port_timer_(executor), resubscribe_timer_(executor) {
+      port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor) {
     local_sa_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     local_sa_.path_records().set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) { return is_stale(k, a); });
@@ -28,6 +30,88 @@ void Coherence::start() {
         subscribe_all(true);
     schedule_refresh();
     schedule_port_poll();
+    start_preload();
+}
+
+void Coherence::start_preload() {
+    if (!config_.preload) {
+        preload_state_ = "disabled";
+        return;
+    }
+    if (preload_running_ || !local_sa_.transport().port().active())
+        return;
+    std::vector<std::optional<std::uint16_t>> pkeys{std::nullopt};
+    for (auto p : local_sa_.transport().port().pkeys)
+        pkeys.emplace_back(p);
+    preload_running_ = true;
+    preload_state_ = "loading";
+    preload_step(std::move(pkeys), 0, generation_);
+}
+
+void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
+                             std::uint64_t generation) {
+    if (generation != generation_) {
+        preload_running_ = false; // a resync started a fresh preload
+        return;
+    }
+    if (index == pkeys.size()) {
+        preload_running_ = false;
+        if (preload_state_ == "loading")
+            preload_state_ = "done";
+        spdlog::info("preload {}: {} paths from this port", preload_state_,
+                     local_sa_.preload().size());
+        preload_timer_.expires_after(config_.preload_period);
+        preload_timer_.async_wait([this](auto ec) {
+            if (!ec)
+                start_preload();
+        });
+        return;
+    }
+    const auto port = local_sa_.transport().port();
+    mad::SaMad q;
+    q.header.method = mad::method::kGetTable;
+    q.header.attr_id = mad::attr::kPathRecord;
+    sa::PathRecord pr;
+    pr.sgid = port.gid;
+    q.comp_mask = sa::pr_mask::kSgid;
+    const auto pkey = pkeys[index];
+    if (pkey) {
+        pr.pkey = *pkey;
+        q.comp_mask |= sa::pr_mask::kPKey;
+    }
+    pr.pack(q.data);
+    ++local_sa_.counters().preload_transactions;
+    local_sa_.upstream().submit(q.pack(), [this, pkeys = std::move(pkeys), index, generation,
+                                           pkey](upstream::Reply r) mutable {
+        if (generation != generation_) {
+            preload_running_ = false;
+            return;
+        }
+        if (r.outcome == upstream::Outcome::Response) {
+            const auto status = mad::load_be16(r.response, 4);
+            auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
+            if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
+                local_sa_.preload().replace(pkey, recs.bytes,
+                                            cache::Clock::now() + config_.preload_validity);
+            } else {
+                preload_state_ = "partial";
+                spdlog::warn("preload: GetTable for PKey {} answered {}{}",
+                             pkey ? std::to_string(*pkey) : std::string("(none)"),
+                             mad::status_name(status), recs.complete ? "" : " (truncated)");
+            }
+        } else {
+            preload_state_ = "partial";
+            spdlog::warn("preload: GetTable unanswered; the cache reads through meanwhile");
+        }
+        // One transaction at a time, a short pause between: preload never bursts at the master.
+        preload_timer_.expires_after(std::chrono::milliseconds{10});
+        preload_timer_.async_wait([this, pkeys = std::move(pkeys), index, generation](auto ec) {
+            if (!ec)
+                preload_step(std::move(pkeys), index + 1, generation);
+            else
+                preload_running_ = false;
+        });
+    });
 }
 
 void Coherence::subscribe_all(bool subscribe) {
@@ -81,6 +165,7 @@ void Coherence::shutdown(std::function<void()> done) {
     refresh_timer_.cancel();
     port_timer_.cancel();
     resubscribe_timer_.cancel();
+    preload_timer_.cancel();
     if (subscribed_.empty()) {
         done();
         return;
@@ -122,7 +207,7 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t tid) {
     switch (notice.trap_number) {
     case sa::trap::kGidOutOfService: {
         out_of_service_.insert(gid);
-        const auto n = invalidate_gid(gid);
+        const auto n = invalidate_gid(gid) + local_sa_.preload().erase_gid(gid);
         spdlog::info("GID {} out of service: {} cached answers dropped", gid.str(), n);
         break;
     }
@@ -135,6 +220,7 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t tid) {
         });
         local_sa_.counters().invalidated_entries += n;
         spdlog::info("GID {} in service: {} cached answers dropped", gid.str(), n);
+        start_preload(); // the tables lack it
         break;
     }
     case sa::trap::kMcGroupCreated:
@@ -161,6 +247,8 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t tid) {
         });
         for (const auto& k : keys)
             local_sa_.path_records().refresh(k);
+        local_sa_.preload().clear();
+        start_preload();
         spdlog::info("trap {} from LID {}: {} cached answers refreshed", notice.trap_number,
                      notice.issuer_lid, keys.size());
         break;
@@ -175,6 +263,9 @@ void Coherence::resync(const std::string& why) {
     ++generation_;
     const auto n = local_sa_.cache().size();
     local_sa_.cache().clear();
+    local_sa_.preload().clear();
+    preload_running_ = false;
+    preload_timer_.cancel();
     out_of_service_.clear();
     subscribed_.clear();
     spdlog::info("resync ({}): {} cached answers dropped, re-subscribing", why, n);
@@ -183,6 +274,7 @@ void Coherence::resync(const std::string& why) {
         local_sa_.class_port_info().refresh();
         if (config_.subscribe)
             subscribe_all(true);
+        start_preload();
     }
 }
 
@@ -246,6 +338,7 @@ void Coherence::poll_port() {
 void Coherence::add_stats(nlohmann::json& j) const {
     j["subscriptions"] = subscribed_.size();
     j["gids_out_of_service"] = out_of_service_.size();
+    j["preload_state"] = preload_state_;
 }
 
 } // namespace localsa::coherence

@@ -13,6 +13,9 @@
 
 #include <chrono>
 #include <deque>
+#include <optional>
+#include <string>
+#include <vector>
 #include <set>
 
 namespace localsa::coherence {
@@ -25,6 +28,11 @@ struct CoherenceConfig {
     unsigned refresh_rate = 200;
     // Subscriptions the master did not confirm are tried again after this long.
     std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
+    // Preload: GetTable(PathRecord, SGID = own port [, PKey]) at start, after a resync and every
+    // period; a table is used for `validity` after it arrived. Needs RMPP (not under umad2sim).
+    bool preload = true;
+    std::chrono::milliseconds preload_period{std::chrono::minutes{5}};
+    std::chrono::milliseconds preload_validity{std::chrono::minutes{10}};
 };
 
 // The traps the local SA subscribes to (sa-facts: 64-67 from the SM, 144/145 forwarded).
@@ -49,6 +57,9 @@ public:
 private:
     void subscribe_all(bool subscribe);
     void on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& response);
+    void start_preload();
+    void preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
+                      std::uint64_t generation);
     void schedule_refresh();
     void schedule_port_poll();
     void poll_port();
@@ -61,6 +72,9 @@ private:
     boost::asio::steady_timer refresh_timer_;
     boost::asio::steady_timer port_timer_;
     boost::asio::steady_timer resubscribe_timer_;
+    boost::asio::steady_timer preload_timer_;
+    std::string preload_state_ = "idle";
+    bool preload_running_ = false;
     transport::PortState last_port_;
     std::set<std::uint16_t> subscribed_;
     std::deque<std::uint64_t> recent_report_tids_;

@@ -12,6 +12,7 @@ namespace localsa {
     X(pr_requests)                                                                                 \
     X(pr_cache_hits)                                                                               \
     X(pr_cache_misses)                                                                             \
+    X(pr_preload_hits)                                                                             \
     X(pr_coalesced)                                                                                \
     X(pr_forwarded)                                                                                \
     X(pr_errors_local)                                                                             \
@@ -40,6 +41,7 @@ namespace localsa {
     X(refresh_changed)                                                                             \
     X(refresh_failed)                                                                              \
     X(resyncs)                                                                                     \
+    X(preload_transactions)                                                                        \
     X(stale_served)                                                                                \
     X(stale_refused)
 

@@ -24,7 +24,7 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
     : transport_(transport), config_(config), cache_(config.cache_max_entries),
       upstream_(executor, transport, counters_, config.upstream),
       proxy_(upstream_, transport, counters_),
-      path_records_(cache_, upstream_, transport, counters_, config.path_record),
+      path_records_(cache_, preload_, upstream_, transport, counters_, config.path_record),
       class_port_info_(upstream_, transport, counters_, own_resp_time_value(config.upstream)) {}
 
 void LocalSa::start() { class_port_info_.refresh(); }
@@ -129,6 +129,7 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
 nlohmann::json LocalSa::stats() const {
     nlohmann::json j = counters_;
     j["cache_entries"] = cache_.size();
+    j["preloaded_paths"] = preload_.size();
     j["pr_pending"] = path_records_.pending();
     j["upstream_outstanding"] = upstream_.outstanding();
     j["upstream_queued"] = upstream_.queued();

@@ -42,6 +42,7 @@ public:
     Counters& counters() { return counters_; }
     const Counters& counters() const { return counters_; }
     cache::PathCache& cache() { return cache_; }
+    cache::PreloadTable& preload() { return preload_; }
     sa::PathRecordService& path_records() { return path_records_; }
     sa::ClassPortInfoService& class_port_info() { return class_port_info_; }
     upstream::UpstreamClient& upstream() { return upstream_; }
@@ -59,6 +60,7 @@ private:
     LocalSaConfig config_;
     Counters counters_;
     cache::PathCache cache_;
+    cache::PreloadTable preload_;
     upstream::UpstreamClient upstream_;
     proxy::Proxy proxy_;
     sa::PathRecordService path_records_;

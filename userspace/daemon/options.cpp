@@ -40,7 +40,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long path_ttl_s = 300, negative_ttl_ms = 1000;
     long cache_max_entries = 1'000'000;
     long max_staleness_s = 300, refresh_rate = 200, port_poll_ms = 1000;
-    bool no_subscribe = false;
+    bool no_subscribe = false, no_preload = false;
 
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")(
@@ -78,7 +78,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "port-poll-ms", po::value(&port_poll_ms)->default_value(1000),
         "how often the port's LID, SM LID, state and PKeys are read")(
         "no-subscribe", po::bool_switch(&no_subscribe),
-        "do not subscribe to the master's events (rely on refresh alone)");
+        "do not subscribe to the master's events (rely on refresh alone)")(
+        "no-preload", po::bool_switch(&no_preload),
+        "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)");
 
     po::options_description all;
     all.add(general).add(tuning);
@@ -140,6 +142,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
     c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
+    // umad2sim cuts every multi-MAD answer to one MAD: a preload there would be a partial table.
+    o.coherence.preload = !no_preload && !c.answer_sminfo;
+    o.coherence.preload_period = std::chrono::seconds{path_ttl_s};
+    o.coherence.preload_validity = std::chrono::seconds{path_ttl_s + max_staleness_s};
     result.options = o;
     return result;
 }

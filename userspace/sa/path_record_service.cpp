@@ -77,6 +77,16 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         // The safety net under event invalidation: never serve what we know to be stale.
         ++counters_.stale_refused;
     }
+    if (in.bytes[3] == method::kGet) {
+        const auto mask = load_be64(in.bytes, 48);
+        const auto port = transport_.port();
+        if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
+                                      mask, port.gid, cache::Clock::now())) {
+            ++counters_.pr_preload_hits;
+            respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
+            return;
+        }
+    }
     auto [it, first] = pending_.try_emplace(key);
     if (!first) {
         // The same question is already on its way to the master. A retry of a request we

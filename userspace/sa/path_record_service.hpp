@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cache/path_cache.hpp"
+#include "cache/preload_table.hpp"
 #include "daemon/counters.hpp"
 #include "transport/transport.hpp"
 #include "upstream/upstream_client.hpp"
@@ -27,11 +28,11 @@ struct PathRecordConfig {
 
 class PathRecordService {
 public:
-    PathRecordService(cache::PathCache& cache, upstream::UpstreamClient& upstream,
-                      transport::MadTransport& transport, Counters& counters,
-                      PathRecordConfig config)
-        : cache_(cache), upstream_(upstream), transport_(transport), counters_(counters),
-          config_(config) {}
+    PathRecordService(cache::PathCache& cache, cache::PreloadTable& preload,
+                      upstream::UpstreamClient& upstream, transport::MadTransport& transport,
+                      Counters& counters, PathRecordConfig config)
+        : cache_(cache), preload_(preload), upstream_(upstream), transport_(transport),
+          counters_(counters), config_(config) {}
 
     void handle(const transport::InboundMad& request);
     // Asks the master again for a cached question; the answer replaces the cached one.
@@ -58,6 +59,7 @@ private:
     void respond(const transport::MadAddress& to, const std::vector<std::uint8_t>& bytes);
 
     cache::PathCache& cache_;
+    cache::PreloadTable& preload_;
     upstream::UpstreamClient& upstream_;
     transport::MadTransport& transport_;
     Counters& counters_;

@@ -1,0 +1,216 @@
+// Preload tables, refresh scheduling and Report handling, over the fake transport.
+#include "fake_transport.hpp"
+
+#include "cache/preload_table.hpp"
+#include "coherence/coherence.hpp"
+#include "daemon/local_sa.hpp"
+#include "sa/notice.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+using namespace localsa;
+using namespace localsa::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::uint8_t> table_records(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>>
+                                            dests,
+                                        bool reversible = true) {
+    std::vector<std::uint8_t> out;
+    for (auto [guid, dlid] : dests) {
+        sa::PathRecord r;
+        r.sgid = gid(0x100003);
+        r.dgid = gid(guid);
+        r.slid = kOwnLid;
+        r.dlid = dlid;
+        r.reversible = reversible;
+        r.pkey = 0xffff;
+        r.mtu = 4;
+        r.rate = 7;
+        r.packet_life = 18;
+        const auto b = r.bytes();
+        out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+}
+
+sa::PathRecord request_record(std::uint64_t dguid) {
+    sa::PathRecord r;
+    r.sgid = gid(0x100003);
+    r.dgid = gid(dguid);
+    r.reversible = true;
+    r.numb_path = 1;
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("a preload table answers a Get only when the answer is certain", "[preload]") {
+    cache::PreloadTable t;
+    const auto now = cache::Clock::now();
+    t.replace(std::nullopt, table_records({{0x100005, 8}, {0x100007, 11}}), now + 1min);
+    const auto own = gid(0x100003);
+    using namespace sa::pr_mask;
+    const auto base = kSgid | kDgid | kReversible | kNumbPath;
+
+    auto ask = [&](const sa::PathRecord& r, std::uint64_t mask) {
+        return t.match(r.bytes(), mask, own, now);
+    };
+    auto hit = ask(request_record(0x100007), base);
+    REQUIRE(hit);
+    CHECK(sa::PathRecord::unpack(*hit).dlid == 11);
+    CHECK_FALSE(ask(request_record(0x100099), base));              // unknown: the master's
+    CHECK_FALSE(ask(request_record(0x100007), base | kServiceId)); // QoS policy may apply
+    CHECK_FALSE(ask(request_record(0x100007), base | kMtuSelector | kMtu));
+    CHECK_FALSE(ask(request_record(0x100007), base | kPKey)); // no table for that PKey
+    auto other_source = request_record(0x100007);
+    other_source.sgid = gid(0x100009);
+    CHECK_FALSE(ask(other_source, base));
+    auto by_lid = request_record(0);
+    by_lid.dlid = 8;
+    CHECK(ask(by_lid, kSgid | kDlid));
+    auto wrong_sl = request_record(0x100007);
+    wrong_sl.sl = 3;
+    CHECK_FALSE(ask(wrong_sl, base | kSl));
+    CHECK_FALSE(t.match(request_record(0x100007).bytes(), base, own, now + 2min)); // expired
+
+    SECTION("several paths to one destination: the master decides") {
+        t.replace(std::nullopt, table_records({{0x100005, 8}, {0x100005, 9}}), now + 1min);
+        CHECK_FALSE(ask(request_record(0x100005), base));
+    }
+    SECTION("a reversible path asked for, the table's is not") {
+        t.replace(std::nullopt, table_records({{0x100005, 8}}, false), now + 1min);
+        CHECK_FALSE(ask(request_record(0x100005), base));
+        CHECK(ask(request_record(0x100005), kSgid | kDgid));
+    }
+    SECTION("trap 65 removes a destination") {
+        CHECK(t.erase_gid(gid(0x100007)) == 1);
+        CHECK_FALSE(ask(request_record(0x100007), base));
+        CHECK(ask(request_record(0x100005), base));
+    }
+}
+
+TEST_CASE("Gets are served from the preload table without the master", "[preload]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), cache::Clock::now() + 1min);
+    const auto req = path_request(0x42, 0x100005);
+    sa.dispatch(from_lid(kOwnLid, req));
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x42);
+    CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56)).dlid == 8);
+    CHECK(sa.counters().pr_preload_hits == 1);
+    // GetTable is not derived from the preload: the master's.
+    sa.dispatch(from_lid(kOwnLid, path_request(0x43, 0x100005, mad::method::kGetTable)));
+    sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+}
+
+TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
+    cache::PathCache c(10);
+    const auto now = cache::Clock::now();
+    auto key = [](std::uint8_t b) {
+        cache::PathQueryKey k;
+        k.masked[8] = b;
+        return k;
+    };
+    for (std::uint8_t i = 0; i < 3; ++i) {
+        cache::PathAnswer a;
+        a.records.resize(64);
+        a.refresh_at = now + std::chrono::seconds{i};
+        a.expires = now + 1h;
+        c.store(key(i), a);
+    }
+    CHECK(c.due_for_refresh(now, 10).size() == 1);
+    auto due = c.due_for_refresh(now + 5s, 1);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key(1));
+    c.erase_if([&](const auto& k, const auto&) { return k == key(2); });
+    CHECK(c.due_for_refresh(now + 5s, 10).empty()); // erased entries are not refreshed
+}
+
+TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until trap 64",
+          "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    auto subs = transport.take();
+    CHECK(subs.size() == std::size(coherence::kSubscribedTraps));
+    for (const auto& s : subs)
+        CHECK(mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo);
+
+    // Two cached paths.
+    for (std::uint64_t g : {0x100005ULL, 0x100007ULL}) {
+        sa.dispatch(from_lid(kOwnLid, path_request(g, g)));
+        auto up = transport.take();
+        REQUIRE(up.size() == 1);
+        sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, g == 0x100005 ? 8 : 11)));
+        transport.take();
+    }
+    REQUIRE(sa.cache().size() == 2);
+
+    auto report = [&](std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
+        mad::SaMad r;
+        r.header.method = mad::method::kReport;
+        r.header.attr_id = mad::attr::kNotice;
+        r.header.tid = tid;
+        sa::Notice n;
+        n.trap_number = trap;
+        const auto g = gid(guid);
+        std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
+        n.pack(r.data);
+        sa.dispatch(from_lid(kSmLid, r.pack()));
+        transport.take(); // the ReportResp
+    };
+    report(sa::trap::kGidOutOfService, 0x100007, 0x500);
+    CHECK(sa.cache().size() == 1);
+    CHECK(sa.counters().invalidated_entries == 1);
+    report(sa::trap::kGidOutOfService, 0x100007, 0x500); // the master's resend
+    CHECK(sa.counters().reports_duplicate == 1);
+
+    // The path to the other host is still a hit.
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+
+    report(sa::trap::kGidInService, 0x100007, 0x501);
+    CHECK(sa.counters().reports_received == 3);
+    CHECK(sa.counters().stale_served == 0);
+}
+
+TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.port_poll = 5ms;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    transport.take();
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto up = transport.take();
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    transport.take();
+    REQUIRE(sa.cache().size() == 1);
+    transport.state.sm_lid = 7;
+    io.run_for(30ms);
+    CHECK(sa.cache().size() == 0);
+    CHECK(sa.counters().resyncs == 1);
+    auto again = transport.take();
+    // ClassPortInfo and the six subscriptions, to the new master.
+    REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
+    for (const auto& s : again)
+        CHECK(s.to.lid == 7);
+}
