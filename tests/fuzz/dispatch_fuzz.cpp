@@ -7,8 +7,8 @@
 // Invariants:
 //  - every MAD handed to the transport is at least an SA header (56 bytes) long;
 //  - a response goes to an address that sent a request, with the TID of one of its requests;
-//  - a request goes to the current SM LID only, in the SA class, with SM_Key 0 or an SM_Key some
-//    requester sent (the daemon never makes one up);
+//  - a request goes to the current SM LID only, never to LID 0 (no SM), in the SA class, with
+//    SM_Key 0 or an SM_Key some requester sent (the daemon never makes one up);
 //  - a successful PathRecord answer to another port is the master's answer byte for byte (TID
 //    aside); one to this port only carries records the master sent;
 //  - upstream outstanding <= max_outstanding, queued <= max_queued, PathRecord misses pending
@@ -31,9 +31,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +46,16 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::uint64_t kSmKey = 0x1122334455667788ULL;
+
+// A known finding awaiting its fix can be tolerated, so that a long run looks for other ones:
+// LOCALSA_FUZZ_TOLERATE=retry-to-lid0[,...] (docs/fuzzing.md, Findings).
+bool tolerated(const char* finding) {
+    static const std::string list = [] {
+        const char* env = std::getenv("LOCALSA_FUZZ_TOLERATE");
+        return "," + std::string(env ? env : "") + ",";
+    }();
+    return list.find("," + std::string(finding) + ",") != std::string::npos;
+}
 
 class Input {
 public:
@@ -390,7 +402,8 @@ private:
                 FUZZ_CHECK(it->second.contains(tid_of(b)));
                 check_path_answer(s);
             } else {
-                FUZZ_CHECK(transport_.state.sm_lid != 0 && s.to.lid == transport_.state.sm_lid);
+                FUZZ_CHECK(s.to.lid == transport_.state.sm_lid);
+                FUZZ_CHECK(s.to.lid != 0 || tolerated("retry-to-lid0"));
                 FUZZ_CHECK(b[1] == mgmt_class::kSubnAdm);
                 const auto key = load_be64(b, 36);
                 FUZZ_CHECK(key == 0 || sm_keys_.contains(key));

@@ -134,6 +134,9 @@ def dispatch():
                      req(0, 0, patches=[(3, 9)]) + req(0, 0, flags=2) + req(0, 0, length=40) +
                      req(0, 13, arg=0x55) + raw(3, sa_mad(0x81, 0x35, size=56)),
         "lmc": [32, ALL_LIMITS] + req(4, 0) + resp(0) + req(4, 0, tid=(0, 7)),
+        # Found by the dispatcher's invariants: the SM LID becomes 0 (the SM is gone) while a
+        # query is in flight; its retry must not be sent to LID 0.
+        "regress-retry-to-lid0": [1, ALL_LIMITS] + req(0, 0) + port(6) + POLL,
     }
     for name, ops in seqs.items():
         write("dispatch", name, bytes(ops))
