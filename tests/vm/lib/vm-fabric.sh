@@ -71,7 +71,7 @@ fabric_start() {
         { fabric_log "relays did not attach"; tail -n 5 "$VM_FABRIC_DIR"/relay-*.log "$VM_FABRIC_DIR/ibsim.log" >&2; return 1; }
 
     local guid
-    guid=$(cat /sys/class/infiniband/simhca0/ports/1/gids/0 | sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g')
+    guid=$(sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g' /sys/class/infiniband/simhca0/ports/1/gids/0)
     OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
         opensm -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} \
         >"$VM_FABRIC_DIR/opensm.out" 2>&1 &
