@@ -34,7 +34,7 @@ public:
         last.assign(mad.begin(), mad.end());
         return true;
     }
-    transport::PortState port() const override { return state; }
+    const transport::PortState& port() const override { return state; }
     transport::PortState state;
     std::vector<std::uint8_t> last;
     std::uint64_t sends = 0;

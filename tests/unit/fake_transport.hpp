@@ -34,7 +34,7 @@ public:
         sent.push_back({{mad.begin(), mad.end()}, to, timeout});
         return true;
     }
-    transport::PortState port() const override { return state; }
+    const transport::PortState& port() const override { return state; }
 
     std::vector<SentMad> take() { return std::exchange(sent, {}); }
 

@@ -15,18 +15,18 @@ PathQueryKey PathQueryKey::from_request(std::uint8_t method, std::uint64_t comp_
 }
 
 std::size_t PathQueryKeyHash::operator()(const PathQueryKey& k) const noexcept {
-    // FNV-1a over the key: cheap and good enough for GIDs that differ in their last bytes.
-    std::uint64_t h = 1469598103934665603ULL;
-    auto mix = [&h](std::uint8_t b) {
-        h ^= b;
-        h *= 1099511628211ULL;
+    // Word by word, multiply-xorshift mixing: GIDs differ mostly in their last bytes.
+    auto mix = [](std::uint64_t h, std::uint64_t w) {
+        h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+        return h * 0xff51afd7ed558ccdULL;
     };
-    mix(k.method);
-    for (int i = 0; i < 8; ++i)
-        mix(static_cast<std::uint8_t>(k.comp_mask >> (8 * i)));
-    for (auto b : k.masked)
-        mix(b);
-    return static_cast<std::size_t>(h);
+    std::uint64_t h = mix(k.method, k.comp_mask);
+    for (std::size_t off = 0; off < k.masked.size(); off += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, k.masked.data() + off, 8);
+        h = mix(h, w);
+    }
+    return static_cast<std::size_t>(h ^ (h >> 32));
 }
 
 const PathAnswer* PathCache::find(const PathQueryKey& key, Clock::time_point now) {

@@ -82,9 +82,16 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
         return;
     }
     // A request is one 256-byte MAD on the wire; umad2sim hands over the sender's shorter length.
-    auto in = received;
-    if (in.bytes.size() < kMadSize)
-        in.bytes.resize(kMadSize, 0);
+    if (received.bytes.size() < kMadSize) {
+        auto padded = received;
+        padded.bytes.resize(kMadSize, 0);
+        return dispatch_request(padded);
+    }
+    dispatch_request(received);
+}
+
+void LocalSa::dispatch_request(const transport::InboundMad& in) {
+    const auto m = in.bytes[3];
     if (in.bytes[2] != kSaClassVersion) {
         ++counters_.bad_version;
         return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));

@@ -51,6 +51,7 @@ public:
 
 private:
     void dispatch_sa(const transport::InboundMad& received);
+    void dispatch_request(const transport::InboundMad& request);
     void dispatch_smp(const transport::InboundMad& mad);
     void handle_report(const transport::InboundMad& mad);
     void drop(const transport::InboundMad& mad, const char* why);

@@ -104,7 +104,7 @@ public:
 
     bool send(mad::Bytes mad, const transport::MadAddress& to,
               std::chrono::milliseconds response_timeout) override;
-    transport::PortState port() const override { return state_; }
+    const transport::PortState& port() const override { return state_; }
 
 private:
     SharedPort& shared_;

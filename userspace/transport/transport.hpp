@@ -67,9 +67,10 @@ public:
     // MAD layer delivers a response only to a request sent with a timeout.
     virtual bool send(mad::Bytes mad, const MadAddress& to,
                       std::chrono::milliseconds response_timeout) = 0;
-    virtual PortState port() const = 0;
+    // The port as last read; valid until the next refresh_port(). Called on the hot path: no copy.
+    virtual const PortState& port() const = 0;
     // Reads the port's attributes again (they change on port events) and returns them.
-    virtual PortState refresh_port() { return port(); }
+    virtual const PortState& refresh_port() { return port(); }
 };
 
 } // namespace localsa::transport

@@ -177,15 +177,8 @@ bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
     return true;
 }
 
-PortState UmadTransport::port() const {
-    std::lock_guard lock(port_mutex_);
-    return port_;
-}
-
-PortState UmadTransport::refresh_port() {
-    auto fresh = read_port(port_.ca, port_.port);
-    std::lock_guard lock(port_mutex_);
-    port_ = fresh;
+const PortState& UmadTransport::refresh_port() {
+    port_ = read_port(port_.ca, port_.port);
     return port_;
 }
 

@@ -42,9 +42,10 @@ public:
 
     bool send(mad::Bytes mad, const MadAddress& to,
               std::chrono::milliseconds response_timeout) override;
-    PortState port() const override;
+    // Both on the event loop's thread only (the receive thread never reads the port).
+    const PortState& port() const override { return port_; }
     // Re-reads the port's attributes (LID, SM LID, state, PKeys). Returns the new state.
-    PortState refresh_port() override;
+    const PortState& refresh_port() override;
 
 private:
     void receive_loop();
@@ -56,7 +57,6 @@ private:
     int smp_lid_agent_ = -1;
     int smp_dr_agent_ = -1;
     int issm_fd_ = -1;
-    mutable std::mutex port_mutex_;
     PortState port_;
     std::atomic<bool> stopping_{false};
     std::thread receiver_;
