@@ -96,6 +96,12 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         for (const auto& w : it->second)
             if (w.from.lid == in.from.lid && w.from.qpn == in.from.qpn && tid_of(w.request) == tid)
                 return;
+        // Bounded: a flood of one question while the master is slow must not grow without end;
+        // the requesters dropped here retry.
+        if (it->second.size() >= kMaxWaitersPerQuestion) {
+            ++counters_.upstream_overflow;
+            return;
+        }
         it->second.push_back(std::move(waiter));
         return;
     }

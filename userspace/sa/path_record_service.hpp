@@ -28,6 +28,8 @@ struct PathRecordConfig {
 
 class PathRecordService {
 public:
+    static constexpr std::size_t kMaxWaitersPerQuestion = 256;
+
     PathRecordService(cache::PathCache& cache, cache::PreloadTable& preload,
                       upstream::UpstreamClient& upstream, transport::MadTransport& transport,
                       Counters& counters, PathRecordConfig config)

@@ -66,7 +66,9 @@ void UpstreamClient::transmit(Query& q) {
     master.lid = port.sm_lid;
     master.sl = port.sm_sl;
     ++counters_.upstream_requests;
-    if (!transport_.send(q.request, master, config_.try_timeout))
+    // No master right now (SM LID 0 after a port event): the try expires like a lost MAD and a
+    // later try may reach the new master.
+    if (port.sm_lid == 0 || !transport_.send(q.request, master, config_.try_timeout))
         ++counters_.send_errors;
     const auto tid = q.tid;
     q.timer->expires_after(config_.try_timeout);

@@ -194,6 +194,8 @@ int main(int argc, char **argv)
 		       nlat ? lat[nlat - 1] * 1e6 : 0.0);
 	}
 	free(sent_at);
+	free(req);
+	free(resp);
 	free(lat);
 	umad_unregister(fd, agent);
 	umad_close_port(fd);
