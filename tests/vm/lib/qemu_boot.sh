@@ -55,8 +55,11 @@ if mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot /host; then
     mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
     mount -t debugfs none /host/sys/kernel/debug
     mkdir -p /vmboot; mount --bind /host$WORK /vmboot
+    mkdir -p /vmcwd; mount --bind /host$PWD /vmcwd
     for d in tmp run var/tmp; do mount -t tmpfs tmpfs /host/\$d; done
     mkdir -p /host/tmp/vmboot; mount --bind /vmboot /host/tmp/vmboot
+    # a checkout under /tmp, /run or /var/tmp is hidden by those tmpfs: put it back
+    mkdir -p /host$PWD; mount --bind /vmcwd /host$PWD
     chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb \
         /bin/bash /tmp/vmboot/run.sh
     rc=\$?
