@@ -6,42 +6,12 @@
 # Usage: coherence.test.sh BUILD_BIN_DIR
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-BIN=${1:-$ROOT/build/bin}
-FABRIC=$ROOT/scripts/fabric
-passed=0
-failed=0
-pass() { echo "ok   - $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL - $*"; failed=$((failed + 1)); }
-check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
+BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
+# shellcheck source=tests/sim/lib/localsad-fabric.sh
+. "$(dirname "$0")/../lib/localsad-fabric.sh"
+start_fabric coherence
+start_localsad --path-ttl-s 3 --upstream-timeout-ms 100
 
-WORK=$(mktemp -d /tmp/localsa-coherence.XXXXXX)
-DAEMON_PID=
-cleanup() {
-    [[ -n ${FABRIC_OPENSM_PID:-} ]] && kill -CONT "$FABRIC_OPENSM_PID" 2>/dev/null
-    [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-    "$FABRIC" down --dir "$WORK/fabric" >/dev/null 2>&1
-    if ((failed)) || [[ -n ${KEEP_LOGS:-} ]]; then
-        echo "--- localsad log"; tail -40 "$WORK/localsad.log" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-cd "$WORK"
-
-"$FABRIC" up --dir "$WORK/fabric" --hosts 16 --count-sa >/dev/null || { echo "FAIL - fabric up"; exit 1; }
-source "$WORK/fabric/env"
-CTL=$WORK/localsad.sock
-# A short refresh period so that the refresh is seen within the test.
-"$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground --control "$CTL" \
-    --log-level debug --path-ttl-s 3 --upstream-timeout-ms 100 >"$WORK/localsad.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
-
-ctl() { "$BIN/localsactl" --control "$CTL" "$@"; }
-stats_of() { ctl stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-q() { "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsactl" query "$@"; }
 status_of() { q "$@" 2>/dev/null | sed -n 's/^status=//p'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 log_ms() { # epoch ms of the first localsad log line matching $1
@@ -125,5 +95,4 @@ check "master back: misses are answered again" \
     test "$(status_of pr --sgid "$OWN_GID" --dgid fe80::dead:2 --lid "$OWN_LID" --timeout-ms 2000)" = NO_RECORDS
 check "localsad is still running" kill -0 "$DAEMON_PID"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+summary

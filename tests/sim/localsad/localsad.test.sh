@@ -5,45 +5,16 @@
 # Usage: localsad.test.sh BUILD_BIN_DIR
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
-BIN=${1:-$ROOT/build/bin}
-FABRIC=$ROOT/scripts/fabric
-passed=0
-failed=0
-pass() { echo "ok   - $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL - $*"; failed=$((failed + 1)); }
-check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
-
-WORK=$(mktemp -d /tmp/localsa-sim.XXXXXX)
-DAEMON_PID=
-cleanup() {
-    [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-    "$FABRIC" down --dir "$WORK/fabric" >/dev/null 2>&1
-    if ((failed)) || [[ -n ${KEEP_LOGS:-} ]]; then
-        echo "--- localsad log"; tail -40 "$WORK/localsad.log" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-cd "$WORK" # umad2sim leaves its fake sysfs (sys-PID/) in the working directory
-
-"$FABRIC" up --dir "$WORK/fabric" --hosts 16 --count-sa >/dev/null || { echo "FAIL - fabric up"; exit 1; }
-source "$WORK/fabric/env"
+BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
+# shellcheck source=tests/sim/lib/localsad-fabric.sh
+. "$(dirname "$0")/../lib/localsad-fabric.sh"
+start_fabric sim
+SM_LID=$FABRIC_SM_LID
 mapfile -t LIDS < <("$FABRIC" lid --dir "$WORK/fabric" --all | awk '{print $2}')
 OWN_LID=${LIDS[1]}
-SM_LID=$FABRIC_SM_LID
-CTL=$WORK/localsad.sock
-
-"$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground --control "$CTL" \
-    --log-level debug --negative-ttl-ms 600000 >"$WORK/localsad.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
+start_localsad --negative-ttl-ms 600000
 check "localsad starts and opens its control socket" test -S "$CTL"
 
-ctl() { "$BIN/localsactl" --control "$CTL" "$@"; }
-stats_of() { ctl stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-q() { "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsactl" query "$@"; }
 # The answer with its TID masked (the two askers use different TIDs) and cut to the first 224
 # bytes (umad2sim delivers only those intact: docs/fabric.md).
 raw() { q "$@" --raw --timeout-ms 1500 | sed -n 's/^raw=//p' | cut -c1-448 |
@@ -153,5 +124,4 @@ check "dump lists the cached answers" test "$(ctl dump | grep -c '"comp_mask"')"
 check "flush empties the cache" bash -c "'$BIN/localsactl' --control '$CTL' flush >/dev/null && test \$('$BIN/localsactl' --control '$CTL' stats | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"cache_entries\"])') -eq 0"
 check "control socket is private (mode 600)" test "$(stat -c %a "$CTL" 2>/dev/null || command stat -c %a "$CTL")" = 600
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+summary

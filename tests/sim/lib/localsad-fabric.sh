@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Shared by the sim-tier localsad tests: check helpers, a fresh 16-host fabric with localsad on
+# H1, and cleanup. Source after setting BIN (the build's bin/), then call `start_fabric NAME` and
+# `start_localsad [localsad options]`.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+BIN=$(cd "$BIN" && pwd) # absolute: the tests run from a work directory
+FABRIC=$ROOT/scripts/fabric
+passed=0
+failed=0
+pass() { echo "ok   - $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL - $*"; failed=$((failed + 1)); }
+check() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
+summary() { echo "$passed passed, $failed failed"; ((failed == 0)); }
+
+DAEMON_PID=
+cleanup() {
+    [[ -n ${FABRIC_OPENSM_PID:-} ]] && kill -CONT "$FABRIC_OPENSM_PID" 2>/dev/null
+    [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+    "$FABRIC" down --dir "$WORK/fabric" >/dev/null 2>&1
+    if ((failed)) || [[ -n ${KEEP_LOGS:-} ]]; then
+        echo "--- localsad log"; tail -40 "$WORK/localsad.log" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+
+# start_fabric NAME: a work directory, a fresh ibsim + OpenSM (with the SA request count).
+start_fabric() {
+    WORK=$(mktemp -d "/tmp/localsa-$1.XXXXXX")
+    trap cleanup EXIT
+    trap 'exit 1' INT TERM HUP
+    cd "$WORK" || exit 1 # umad2sim leaves its fake sysfs (sys-PID/) in the working directory
+    "$FABRIC" up --dir "$WORK/fabric" --hosts 16 --count-sa >/dev/null ||
+        { echo "FAIL - fabric up"; exit 1; }
+    # shellcheck disable=SC1091
+    source "$WORK/fabric/env"
+    CTL=$WORK/localsad.sock
+}
+
+# start_localsad [OPTIONS]: localsad on H1, waits for its control socket.
+start_localsad() {
+    "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground \
+        --control "$CTL" --log-level debug "$@" >"$WORK/localsad.log" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
+}
+
+ctl() { "$BIN/localsactl" --control "$CTL" "$@"; }
+stats_of() { ctl stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+q() { "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsactl" query "$@"; }
