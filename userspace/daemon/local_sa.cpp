@@ -24,8 +24,10 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
     : transport_(transport), config_(config), cache_(config.cache_max_entries),
       upstream_(executor, transport, counters_, config.upstream),
       proxy_(upstream_, transport, counters_),
-      path_records_(cache_, preload_, upstream_, transport, counters_, config.path_record),
-      class_port_info_(upstream_, transport, counters_, own_resp_time_value(config.upstream)) {}
+      path_records_(cache_, preload_, upstream_, proxy_, transport, counters_,
+                    config.path_record),
+      class_port_info_(upstream_, proxy_, transport, counters_,
+                       own_resp_time_value(config.upstream)) {}
 
 void LocalSa::start() { class_port_info_.refresh(); }
 

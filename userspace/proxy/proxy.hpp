@@ -7,6 +7,8 @@
 #include "transport/transport.hpp"
 #include "upstream/upstream_client.hpp"
 
+#include <functional>
+
 namespace localsa::proxy {
 
 class Proxy {
@@ -15,7 +17,9 @@ public:
           Counters& counters)
         : upstream_(upstream), transport_(transport), counters_(counters) {}
 
-    void forward(const transport::InboundMad& request);
+    // `observe` sees the master's answer before it is relayed (e.g. to learn from it).
+    using Observer = std::function<void(const std::vector<std::uint8_t>& response)>;
+    void forward(const transport::InboundMad& request, Observer observe = {});
 
 private:
     upstream::UpstreamClient& upstream_;

@@ -33,18 +33,10 @@ void ClassPortInfoService::handle(const transport::InboundMad& in) {
     const auto m = in.bytes[3];
     if (m != method::kGet || !master_) {
         // Set, or nothing known yet: the master answers (and teaches us its capabilities).
-        ++counters_.proxied_requests;
-        const auto tid = tid_of(in.bytes);
-        const auto from = in.from;
-        upstream_.submit(in.bytes, [this, tid, from, m](upstream::Reply r) {
-            if (r.outcome != upstream::Outcome::Response)
-                return;
-            if (m == method::kGet)
-                learn(r.response);
-            ++counters_.proxied_responses;
-            transport_.send(proxy::relay_response(std::move(r.response), tid), from,
-                            std::chrono::milliseconds{0});
-        });
+        proxy::Proxy::Observer learn_from_answer;
+        if (m == method::kGet)
+            learn_from_answer = [this](const std::vector<std::uint8_t>& r) { learn(r); };
+        proxy_.forward(in, std::move(learn_from_answer));
         return;
     }
     ++counters_.cpi_answered;

@@ -15,9 +15,10 @@ namespace localsa::sa {
 
 class ClassPortInfoService {
 public:
-    ClassPortInfoService(upstream::UpstreamClient& upstream, transport::MadTransport& transport,
-                         Counters& counters, std::uint8_t resp_time_value)
-        : upstream_(upstream), transport_(transport), counters_(counters),
+    ClassPortInfoService(upstream::UpstreamClient& upstream, proxy::Proxy& proxy,
+                         transport::MadTransport& transport, Counters& counters,
+                         std::uint8_t resp_time_value)
+        : upstream_(upstream), proxy_(proxy), transport_(transport), counters_(counters),
           resp_time_value_(resp_time_value) {}
 
     void handle(const transport::InboundMad& request);
@@ -30,6 +31,7 @@ private:
     void learn(const std::vector<std::uint8_t>& response);
 
     upstream::UpstreamClient& upstream_;
+    proxy::Proxy& proxy_;
     transport::MadTransport& transport_;
     Counters& counters_;
     std::uint8_t resp_time_value_;

@@ -115,12 +115,7 @@ void PathRecordService::forward(const transport::InboundMad& in, const char* why
     spdlog::debug("PathRecord {} from LID {} forwarded: {}", method_name(in.bytes[3]), in.from.lid,
                   why);
     ++counters_.pr_forwarded;
-    const auto tid = tid_of(in.bytes);
-    const auto from = in.from;
-    upstream_.submit(in.bytes, [this, tid, from](upstream::Reply reply) {
-        if (reply.outcome == upstream::Outcome::Response)
-            respond(from, proxy::relay_response(std::move(reply.response), tid));
-    });
+    proxy_.forward(in);
 }
 
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Reply reply) {

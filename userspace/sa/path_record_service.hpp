@@ -6,6 +6,7 @@
 #include "cache/path_cache.hpp"
 #include "cache/preload_table.hpp"
 #include "daemon/counters.hpp"
+#include "proxy/proxy.hpp"
 #include "transport/transport.hpp"
 #include "upstream/upstream_client.hpp"
 
@@ -31,10 +32,11 @@ public:
     static constexpr std::size_t kMaxWaitersPerQuestion = 256;
 
     PathRecordService(cache::PathCache& cache, cache::PreloadTable& preload,
-                      upstream::UpstreamClient& upstream, transport::MadTransport& transport,
-                      Counters& counters, PathRecordConfig config)
-        : cache_(cache), preload_(preload), upstream_(upstream), transport_(transport),
-          counters_(counters), config_(config) {}
+                      upstream::UpstreamClient& upstream, proxy::Proxy& proxy,
+                      transport::MadTransport& transport, Counters& counters,
+                      PathRecordConfig config)
+        : cache_(cache), preload_(preload), upstream_(upstream), proxy_(proxy),
+          transport_(transport), counters_(counters), config_(config) {}
 
     void handle(const transport::InboundMad& request);
     // Asks the master again for a cached question; the answer replaces the cached one.
@@ -63,6 +65,7 @@ private:
     cache::PathCache& cache_;
     cache::PreloadTable& preload_;
     upstream::UpstreamClient& upstream_;
+    proxy::Proxy& proxy_;
     transport::MadTransport& transport_;
     Counters& counters_;
     PathRecordConfig config_;
