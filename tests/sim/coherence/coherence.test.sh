@@ -31,15 +31,23 @@ G5=$(gid_of H5)
 check "both paths served by localsad" test "$(status_of pr --sgid "$OWN_GID" --dgid "$G3" --lid "$OWN_LID")" = OK -a \
     "$(status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID")" = OK
 
+# watch_after COMMAND STATUS: watch the path to H3 through localsad every 10 ms while ibsim runs
+# COMMAND; sets t_cmd (when COMMAND was sent) and t_seen (first answer with STATUS), epoch ms.
+watch_after() {
+    q pr --sgid "$OWN_GID" --dgid "$G3" --lid "$OWN_LID" --watch-ms 5000 --interval-ms 10 \
+        >"$WORK/watch" &
+    local watch=$!
+    sleep 0.4
+    t_cmd=$(now_ms)
+    "$FABRIC" cmd --dir "$WORK/fabric" "$1" >/dev/null
+    wait $watch
+    t_seen=$(sed -n "s/^t=\([0-9]*\) status=$2\$/\1/p" "$WORK/watch" | head -1)
+}
+
 # --- Unlink: trap 65 -----------------------------------------------------------------------
-q pr --sgid "$OWN_GID" --dgid "$G3" --lid "$OWN_LID" --watch-ms 5000 --interval-ms 10 \
-    >"$WORK/watch-down" &
-WATCH=$!
-sleep 0.5
-t_unlink=$(now_ms)
-"$FABRIC" cmd --dir "$WORK/fabric" 'Unlink "H3"' >/dev/null
-wait $WATCH
-t_gone=$(sed -n 's/^t=\([0-9]*\) status=NO_RECORDS/\1/p' "$WORK/watch-down" | head -1)
+watch_after 'Unlink "H3"' NO_RECORDS
+t_unlink=$t_cmd
+t_gone=$t_seen
 t_report=$(log_ms "Report: trap 65")
 check "trap 65 reached localsad (Report at +$((${t_report:-0} - t_unlink)) ms after Unlink)" test -n "$t_report"
 check "localsad stopped serving the path (+$((${t_gone:-0} - t_unlink)) ms after Unlink)" test -n "$t_gone"
@@ -57,14 +65,9 @@ check "the path to H5 is untouched: still served from the cache" \
     "$(stats_of pr_cache_hits)" -eq $((hits + 1)) -a "$(stats_of pr_cache_misses)" -eq "$misses"
 
 # --- ReLink: trap 64 -----------------------------------------------------------------------
-q pr --sgid "$OWN_GID" --dgid "$G3" --lid "$OWN_LID" --watch-ms 5000 --interval-ms 10 \
-    >"$WORK/watch-up" &
-WATCH=$!
-sleep 0.3
-t_relink=$(now_ms)
-"$FABRIC" cmd --dir "$WORK/fabric" 'ReLink "H3"' >/dev/null
-wait $WATCH
-t_back=$(sed -n 's/^t=\([0-9]*\) status=OK/\1/p' "$WORK/watch-up" | head -1)
+watch_after 'ReLink "H3"' OK
+t_relink=$t_cmd
+t_back=$t_seen
 t_report64=$(log_ms "Report: trap 64")
 check "trap 64 reached localsad (+$((${t_report64:-0} - t_relink)) ms after ReLink)" test -n "$t_report64"
 check "the path is served again (+$((${t_back:-0} - t_relink)) ms after ReLink)" test -n "$t_back"
