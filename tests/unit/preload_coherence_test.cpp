@@ -15,9 +15,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::uint8_t> table_records(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>>
-                                            dests,
-                                        bool reversible = true) {
+std::vector<std::uint8_t>
+table_records(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> dests,
+              bool reversible = true) {
     std::vector<std::uint8_t> out;
     for (auto [guid, dlid] : dests) {
         sa::PathRecord r;
@@ -213,4 +213,163 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     for (const auto& s : again)
         CHECK(s.to.lid == 7);
+}
+
+namespace {
+
+// The master's answer to `request` with `status` and no record (OpenSM echoes the request).
+std::vector<std::uint8_t> master_status_answer(const std::vector<std::uint8_t>& request,
+                                               std::uint16_t status) {
+    auto m = *mad::SaMad::unpack(request);
+    m.header.method = mad::method::kGetResp;
+    m.header.status = status;
+    return m.pack();
+}
+
+// Starts coherence and confirms its six subscriptions as the master does.
+void confirm_subscriptions(LocalSa& sa, FakeTransport& transport) {
+    auto subs = transport.take();
+    REQUIRE(subs.size() == std::size(coherence::kSubscribedTraps));
+    for (const auto& s : subs)
+        sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+}
+
+} // namespace
+
+TEST_CASE("coherence: a master that lost the subscriptions makes the port resync", "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 10ms;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    confirm_subscriptions(sa, transport);
+
+    auto next_check = [&] {
+        io.run_for(15ms);
+        auto sent = transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kInformInfoRecord);
+        CHECK(sent[0].bytes[3] == mad::method::kGet);
+        CHECK(mad::load_be64(sent[0].bytes, 48) == 1); // SubscriberGID only
+        const auto own = transport.state.gid;
+        CHECK(std::equal(own.raw.begin(), own.raw.end(), sent[0].bytes.begin() + 56));
+        return sent[0].bytes;
+    };
+
+    SECTION("two or more records held: nothing happens") {
+        sa.dispatch(
+            from_lid(kSmLid, master_status_answer(next_check(), mad::status::kSaTooManyRecords)));
+        CHECK(sa.counters().resyncs == 0);
+        CHECK(sa.counters().subscriptions_lost == 0);
+        CHECK(transport.take().empty());
+    }
+    SECTION("none held (SM restarted on the same LID): flush, re-subscribe") {
+        sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+        auto up = transport.take();
+        sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+        transport.take();
+        REQUIRE(sa.cache().size() == 1);
+
+        sa.dispatch(
+            from_lid(kSmLid, master_status_answer(next_check(), mad::status::kSaNoRecords)));
+        CHECK(sa.counters().subscriptions_lost == 1);
+        CHECK(sa.counters().resyncs == 1);
+        CHECK(sa.cache().size() == 0);
+        // ClassPortInfo again and the six subscriptions.
+        CHECK(transport.take().size() == 1 + std::size(coherence::kSubscribedTraps));
+    }
+    SECTION("only one held: re-subscribe too") {
+        sa.dispatch(from_lid(kSmLid, master_status_answer(next_check(), 0)));
+        CHECK(sa.counters().subscriptions_lost == 1);
+        CHECK(sa.counters().resyncs == 1);
+    }
+}
+
+TEST_CASE("coherence: no subscription check before the master confirmed them all", "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 10ms;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    auto subs = transport.take();
+    REQUIRE(subs.size() == std::size(coherence::kSubscribedTraps));
+    sa.dispatch(from_lid(kSmLid, master_status_answer(subs[0].bytes, 0))); // one of six
+    io.run_for(35ms);
+    for (const auto& s : transport.take())
+        CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kInformInfoRecord);
+    CHECK(sa.counters().subscription_checks == 0);
+}
+
+TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence][preload]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    transport.state.pkeys = {0xffff, 0x8001};
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    std::vector<std::uint16_t> asked;
+    for (int i = 0; i < 4; ++i) {
+        io.run_for(15ms);
+        for (const auto& s : transport.take()) {
+            if (mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord)
+                continue;
+            CHECK(s.bytes[3] == mad::method::kGetTable);
+            CHECK(mad::load_be64(s.bytes, 48) == (sa::pr_mask::kSgid | sa::pr_mask::kPKey));
+            asked.push_back(mad::load_be16(s.bytes, 56 + 50));
+            auto answer = *mad::SaMad::unpack(s.bytes);
+            answer.header.method = mad::method::kGetTableResp;
+            answer.header.status = mad::status::kSaNoRecords;
+            sa.dispatch(from_lid(kSmLid, answer.pack()));
+        }
+    }
+    CHECK(asked == std::vector<std::uint16_t>{0xffff, 0x8001});
+    CHECK(sa.counters().preload_transactions == 2);
+}
+
+TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and counted",
+          "[coherence][cache]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 50ms;
+    lc.path_record.max_staleness = 1000ms;
+    lc.path_record.refresh_retry = 60ms;
+    lc.upstream.try_timeout = 10ms;
+    lc.upstream.retries = 0;
+    LocalSa sa(io.get_executor(), transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    transport.take();
+    const auto t0 = std::chrono::steady_clock::now();
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    transport.take();
+
+    auto hit = [&] {      // true when answered locally, false when it went to the master
+        transport.take(); // the refreshes sent meanwhile
+        sa.dispatch(from_lid(kOwnLid, path_request(2, 0x100005)));
+        auto sent = transport.take();
+        REQUIRE(sent.size() == 1);
+        return sent[0].to.lid == kOwnLid;
+    };
+    io.run_until(t0 + 300ms);            // the master never answers the refreshes
+    CHECK(sa.counters().refreshes >= 2); // the first and at least one retry
+    CHECK(sa.counters().refresh_failed >= 2);
+    CHECK(hit());
+    CHECK(sa.counters().stale_served == 1);
+    io.run_until(t0 + 1300ms); // past refresh time + max staleness
+    CHECK_FALSE(hit());
 }

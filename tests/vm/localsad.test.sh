@@ -9,7 +9,7 @@ set -euo pipefail
 if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
     cd "$(dirname "$0")/../.."
-    exec bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout 400 \
+    exec bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --hca H5 --timeout 500 \
         -- bash tests/vm/localsad.test.sh --guest
 fi
 # shellcheck source=tests/vm/lib/vm-checks.sh
@@ -35,7 +35,9 @@ q pr --sgid "$OWN_GID" --table | grep '^dlid=' | sort >/tmp/master-table
 n=$(wc -l </tmp/master-table)
 check "the master's table has more records than one MAD holds ($n)" test "$n" -gt 3
 pkeys=$(cat /sys/class/infiniband/simhca1/ports/1/pkeys/* | grep -cv '^0x0000$')
-eq "preloaded: one table without PKey and one per PKey" "$((n * (1 + pkeys)))" "$(stat_of preloaded_paths)"
+PKEY=$(cat /sys/class/infiniband/simhca1/ports/1/pkeys/0)
+eq "cold start: one preload transaction per PKey" "$pkeys" "$(stat_of preload_transactions)"
+eq "preloaded: one table per PKey" "$((n * pkeys))" "$(stat_of preloaded_paths)"
 
 # Every destination by GID: answered from the preload, equal to the master's Get.
 up0=$(stat_of upstream_requests)
@@ -44,8 +46,9 @@ total=0
 while read -r line; do
     dgid=${line##*dgid=}
     total=$((total + 1))
-    m=$(q pr --sgid "$OWN_GID" --dgid "$dgid" --reversible 1 --numb-path 1 | grep '^dlid=' || true)
-    l=$(q pr --sgid "$OWN_GID" --dgid "$dgid" --reversible 1 --numb-path 1 --lid "$OWN_LID" |
+    m=$(q pr --sgid "$OWN_GID" --dgid "$dgid" --pkey "$PKEY" --reversible 1 --numb-path 1 |
+        grep '^dlid=' || true)
+    l=$(q pr --sgid "$OWN_GID" --dgid "$dgid" --pkey "$PKEY" --reversible 1 --numb-path 1 --lid "$OWN_LID" |
         grep '^dlid=' || true)
     [[ -n $m && $m == "$l" ]] && same=$((same + 1))
 done </tmp/master-table
@@ -75,6 +78,28 @@ own_lid_now=$("$BIN/localsactl" --control "$CTL" stats |
     python3 -c "import json,sys; print(json.load(sys.stdin)['port']['lid'])")
 # (OpenSM may give the port its old LID back at its next sweep: another resync.)
 eq "localsad follows the port's LID as sysfs shows it" "$(port_lid 1)" "$own_lid_now"
+
+# SM fail-over: OpenSM on simhca0 goes away, a fresh one on simhca2 (H5) becomes master. The
+# port poll sees the SM LID move: localsad resyncs and subscribes at the new master.
+resyncs=$(stat_of resyncs)
+kill "$VM_OPENSM_PID"
+guid2=$(sed 's/^.*:\(....\):\(....\):\(....\):\(....\)$/\1\2\3\4/' /sys/class/infiniband/simhca2/ports/1/gids/0)
+mkdir -p /tmp/osm2
+OSM_TMP_DIR=/tmp/osm2 OSM_CACHE_DIR=/tmp/osm2 opensm -g "0x$guid2" -f /tmp/opensm2.log >/dev/null 2>&1 &
+OSM2=$!
+trap 'kill $DAEMON $OSM2 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
+check "OpenSM on simhca2 becomes MASTER" wait_until 90 grep -qs "SUBNET UP" /tmp/opensm2.log
+lid2=$(port_lid 2)
+sm_is_new() { [[ $("$BIN/localsactl" --control "$CTL" stats |
+    python3 -c "import json,sys; print(json.load(sys.stdin)['port']['sm_lid'])") == "$lid2" ]]; }
+check "localsad sees the new master (SM LID $lid2)" wait_until 60 sm_is_new
+check "... resyncs" wait_until 10 resynced
+check "... subscribes at the new master and preloads from it" wait_until 30 resubscribed
+# Get(InformInfoRecord, SubscriberGID = simhca1) at the master: TOO_MANY_RECORDS = two or more.
+gid_hex=$(python3 -c "import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]).packed.hex())" "$OWN_GID")
+held=$("$BIN/localsactl" --ca simhca1 query sa --attr 0xf3 --method get --comp-mask 1 \
+    --data "$gid_hex" | sed -n 's/^status=//p')
+eq "the new master holds localsad's subscriptions" TOO_MANY_RECORDS "$held"
 eq "nothing stale served" 0 "$(stat_of stale_served)"
 check "localsad still running" kill -0 "$DAEMON"
 ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; }

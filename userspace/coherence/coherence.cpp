@@ -18,16 +18,21 @@ using namespace std::chrono_literals;
 Coherence::Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa,
                      CoherenceConfig config)
     : executor_(executor), local_sa_(local_sa), config_(config), refresh_timer_(executor),
-      port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor) {
+      port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor),
+      check_timer_(executor) {
     local_sa_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     local_sa_.path_records().set_stale_check(
-        [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) { return is_stale(k, a); });
+        [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
+            return is_stale(k, a);
+        });
 }
 
 void Coherence::start() {
     last_port_ = local_sa_.transport().port();
-    if (config_.subscribe)
+    if (config_.subscribe) {
         subscribe_all(true);
+        schedule_subscription_check();
+    }
     schedule_refresh();
     schedule_port_poll();
     start_preload();
@@ -40,9 +45,14 @@ void Coherence::start_preload() {
     }
     if (preload_running_ || !local_sa_.transport().port().active())
         return;
-    std::vector<std::optional<std::uint16_t>> pkeys{std::nullopt};
+    // One table per PKey: the kernel's consumers (rdma_cm, ipoib) always ask with a PKey, and
+    // one transaction per node and partition is all a cold start costs the master. A Get
+    // without a PKey reads through (the master picks the PKey; the table cannot know which).
+    std::vector<std::optional<std::uint16_t>> pkeys;
     for (auto p : local_sa_.transport().port().pkeys)
         pkeys.emplace_back(p);
+    if (pkeys.empty())
+        pkeys.emplace_back(std::nullopt);
     preload_running_ = true;
     preload_state_ = "loading";
     preload_step(std::move(pkeys), 0, generation_);
@@ -161,11 +171,59 @@ void Coherence::on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t
         spdlog::info("subscribed to traps 64-67, 144, 145 at the master");
 }
 
+void Coherence::schedule_subscription_check() {
+    if (config_.subscription_check.count() == 0)
+        return;
+    check_timer_.expires_after(config_.subscription_check);
+    check_timer_.async_wait([this](auto ec) {
+        if (!ec)
+            check_subscriptions();
+    });
+}
+
+void Coherence::check_subscriptions() {
+    const auto& port = local_sa_.transport().port();
+    // Only a confirmed full set is audited; until then the resubscribe timer is at work.
+    if (!port.active() || subscribed_.size() != std::size(kSubscribedTraps)) {
+        schedule_subscription_check();
+        return;
+    }
+    // A Get, not a GetTable: it fits one MAD everywhere (no RMPP), and its status tells enough.
+    // OpenSM numbers every subscription Enum 0, so only the SubscriberGID selects.
+    mad::SaMad q;
+    q.header.method = mad::method::kGet;
+    q.header.attr_id = mad::attr::kInformInfoRecord;
+    q.comp_mask = 1; // InformInfoRecord:SubscriberGID
+    std::copy(port.gid.raw.begin(), port.gid.raw.end(), q.data.begin());
+    ++local_sa_.counters().subscription_checks;
+    const auto generation = generation_;
+    local_sa_.upstream().submit(q.pack(), [this, generation](upstream::Reply r) {
+        if (generation != generation_)
+            return; // a resync in between renewed the subscriptions already
+        if (r.outcome == upstream::Outcome::Response) {
+            // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
+            const auto status = mad::load_be16(r.response, 4);
+            if (status == mad::status::kSaNoRecords || status == 0) {
+                ++local_sa_.counters().subscriptions_lost;
+                spdlog::warn("the master holds {} of this port's {} subscriptions (SM restarted "
+                             "or replaced on LID {}?)",
+                             status == 0 ? "one" : "none", std::size(kSubscribedTraps),
+                             local_sa_.transport().port().sm_lid);
+                resync("subscriptions lost at the master");
+            } else if (status != mad::status::kSaTooManyRecords) {
+                spdlog::debug("subscription check answered {}", mad::status_name(status));
+            }
+        }
+        schedule_subscription_check();
+    });
+}
+
 void Coherence::shutdown(std::function<void()> done) {
     refresh_timer_.cancel();
     port_timer_.cancel();
     resubscribe_timer_.cancel();
     preload_timer_.cancel();
+    check_timer_.cancel();
     if (subscribed_.empty()) {
         done();
         return;

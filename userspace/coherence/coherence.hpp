@@ -14,9 +14,9 @@
 #include <chrono>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
-#include <set>
 
 namespace localsa::coherence {
 
@@ -28,6 +28,10 @@ struct CoherenceConfig {
     unsigned refresh_rate = 200;
     // Subscriptions the master did not confirm are tried again after this long.
     std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
+    // How often the master is asked whether it still holds this port's subscriptions
+    // (Get(InformInfoRecord, SubscriberGID = own)). A restarted or failed-over SM forgets them
+    // and, on the same LID, leaves nothing the port poll could see. Zero: never.
+    std::chrono::milliseconds subscription_check{std::chrono::seconds{60}};
     // Preload: GetTable(PathRecord, SGID = own port [, PKey]) at start, after a resync and every
     // period; a table is used for `validity` after it arrived. Needs RMPP (not under umad2sim).
     bool preload = true;
@@ -37,9 +41,8 @@ struct CoherenceConfig {
 
 // The traps the local SA subscribes to (sa-facts: 64-67 from the SM, 144/145 forwarded).
 inline constexpr std::uint16_t kSubscribedTraps[] = {
-    sa::trap::kGidInService,        sa::trap::kGidOutOfService,
-    sa::trap::kMcGroupCreated,      sa::trap::kMcGroupDeleted,
-    sa::trap::kCapabilityMaskChange, sa::trap::kSystemImageGuidChange};
+    sa::trap::kGidInService,   sa::trap::kGidOutOfService,      sa::trap::kMcGroupCreated,
+    sa::trap::kMcGroupDeleted, sa::trap::kCapabilityMaskChange, sa::trap::kSystemImageGuidChange};
 
 class Coherence {
 public:
@@ -57,6 +60,8 @@ public:
 private:
     void subscribe_all(bool subscribe);
     void on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& response);
+    void schedule_subscription_check();
+    void check_subscriptions();
     void start_preload();
     void preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
                       std::uint64_t generation);
@@ -73,6 +78,7 @@ private:
     boost::asio::steady_timer port_timer_;
     boost::asio::steady_timer resubscribe_timer_;
     boost::asio::steady_timer preload_timer_;
+    boost::asio::steady_timer check_timer_;
     std::string preload_state_ = "idle";
     bool preload_running_ = false;
     transport::PortState last_port_;

@@ -41,6 +41,8 @@ namespace localsa {
     X(refresh_changed)                                                                             \
     X(refresh_failed)                                                                              \
     X(resyncs)                                                                                     \
+    X(subscription_checks)                                                                         \
+    X(subscriptions_lost)                                                                          \
     X(preload_transactions)                                                                        \
     X(stale_served)                                                                                \
     X(stale_refused)

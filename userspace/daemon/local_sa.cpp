@@ -17,6 +17,13 @@ std::uint8_t own_resp_time_value(const upstream::UpstreamConfig& c) {
     const auto budget = c.try_timeout.count() * (c.retries + 1);
     return sa::resp_time_value_for_ms(static_cast<unsigned>(budget));
 }
+
+// A due refresh waits for the next 100 ms slice, then has the upstream budget to succeed.
+sa::PathRecordConfig with_refresh_grace(sa::PathRecordConfig pr,
+                                        const upstream::UpstreamConfig& c) {
+    pr.refresh_grace = std::chrono::milliseconds{100} + c.try_timeout * (c.retries + 1);
+    return pr;
+}
 } // namespace
 
 LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
@@ -25,11 +32,13 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
       upstream_(executor, transport, counters_, config.upstream),
       proxy_(upstream_, transport, counters_),
       path_records_(cache_, preload_, upstream_, proxy_, transport, counters_,
-                    config.path_record),
+                    with_refresh_grace(config.path_record, config.upstream)),
       class_port_info_(upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)) {}
 
-void LocalSa::start() { class_port_info_.refresh(); }
+void LocalSa::start() {
+    class_port_info_.refresh();
+}
 
 void LocalSa::drop(const transport::InboundMad& in, const char* why) {
     ++counters_.malformed_dropped;
@@ -143,8 +152,8 @@ nlohmann::json LocalSa::stats() const {
     j["upstream_outstanding"] = upstream_.outstanding();
     j["upstream_queued"] = upstream_.queued();
     const auto port = transport_.port();
-    j["port"] = {{"ca", port.ca},         {"port", port.port},     {"lid", port.lid},
-                 {"sm_lid", port.sm_lid}, {"state", port.state},   {"gid", port.gid.str()}};
+    j["port"] = {{"ca", port.ca},         {"port", port.port},   {"lid", port.lid},
+                 {"sm_lid", port.sm_lid}, {"state", port.state}, {"gid", port.gid.str()}};
     return j;
 }
 

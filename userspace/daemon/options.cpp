@@ -40,6 +40,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long path_ttl_s = 300, negative_ttl_ms = 1000;
     long cache_max_entries = 1'000'000;
     long max_staleness_s = 300, refresh_rate = 200, port_poll_ms = 1000;
+    long subscription_check_s = 60;
     bool no_subscribe = false, no_preload = false;
 
     po::options_description general("General");
@@ -77,6 +78,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "refresh queries to the master per second at most")(
         "port-poll-ms", po::value(&port_poll_ms)->default_value(1000),
         "how often the port's LID, SM LID, state and PKeys are read")(
+        "subscription-check-s", po::value(&subscription_check_s)->default_value(60),
+        "seconds between checks that the master still holds the subscriptions (0: never)")(
         "no-subscribe", po::bool_switch(&no_subscribe),
         "do not subscribe to the master's events (rely on refresh alone)")(
         "no-preload", po::bool_switch(&no_preload),
@@ -123,6 +126,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);
     require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
+    require_range("subscription-check-s", subscription_check_s, 0L, 86'400L);
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");
@@ -141,6 +145,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.subscribe = !no_subscribe;
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
+    o.coherence.subscription_check = std::chrono::seconds{subscription_check_s};
     c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
     // umad2sim cuts every multi-MAD answer to one MAD: a preload there would be a partial table.
     o.coherence.preload = !no_preload && !c.answer_sminfo;

@@ -82,6 +82,7 @@ inline constexpr std::uint16_t kServiceRecord = 0x0031;
 inline constexpr std::uint16_t kPathRecord = 0x0035;
 inline constexpr std::uint16_t kMcMemberRecord = 0x0038;
 inline constexpr std::uint16_t kMultiPathRecord = 0x003A;
+inline constexpr std::uint16_t kInformInfoRecord = 0x00F3;
 } // namespace attr
 
 namespace rmpp {

@@ -68,9 +68,15 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
                                                        Bytes{in.bytes}.subspan(kSaHeaderSize));
     Waiter waiter{in.from, in.bytes};
-    if (const auto* hit = cache_.find(key, cache::Clock::now())) {
+    const auto now = cache::Clock::now();
+    if (const auto* hit = cache_.find(key, now)) {
         if (!stale_check_ || !stale_check_(key, *hit)) {
             ++counters_.pr_cache_hits;
+            // Past its refresh time and not confirmed since: served on the strength of
+            // --max-staleness-s alone (the master unreachable or the refresh behind).
+            if (!hit->negative() &&
+                now >= hit->expires - config_.max_staleness + config_.refresh_grace)
+                ++counters_.stale_served;
             answer(waiter, *hit);
             return;
         }
@@ -81,7 +87,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         const auto mask = load_be64(in.bytes, 48);
         const auto port = transport_.port();
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
-                                      mask, port.gid, cache::Clock::now())) {
+                                      mask, port.gid, now)) {
             ++counters_.pr_preload_hits;
             respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
             return;
@@ -124,8 +130,10 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
         return;
     auto& waiters = node.mapped();
     if (reply.outcome != upstream::Outcome::Response) {
-        if (waiters.empty())
-            ++counters_.refresh_failed; // the cached answer stays until it expires
+        if (waiters.empty()) {
+            ++counters_.refresh_failed;
+            retry_refresh_later(key);
+        }
         return; // the requesters retry, as they would with the master
     }
     const auto& resp = reply.response;
@@ -143,9 +151,8 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     cache::PathAnswer answer_value;
     answer_value.status = load_be16(resp, 4);
     answer_value.records = std::move(records.bytes);
-    const bool cacheable =
-        records.complete && (answer_value.status == status::kOk ||
-                             answer_value.status == status::kSaNoRecords);
+    const bool cacheable = records.complete && (answer_value.status == status::kOk ||
+                                                answer_value.status == status::kSaNoRecords);
     const auto now = cache::Clock::now();
     const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
     if (answer_value.negative()) {
@@ -188,6 +195,17 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
     std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
     upstream_.submit(q.pack(),
                      [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+}
+
+void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
+    const auto now = cache::Clock::now();
+    const auto* old = cache_.find(key, now);
+    if (!old || old->negative())
+        return;
+    auto kept = *old; // `expires` stays: the answer is served --max-staleness-s at most
+    kept.refresh_at = now + config_.refresh_retry;
+    if (kept.refresh_at < kept.expires)
+        cache_.store(key, std::move(kept));
 }
 
 void PathRecordService::answer(const Waiter& w, const cache::PathAnswer& a) {

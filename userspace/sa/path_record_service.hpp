@@ -25,6 +25,11 @@ struct PathRecordConfig {
     std::chrono::milliseconds max_staleness{std::chrono::minutes{5}};
     // How long "no such path" is remembered.
     std::chrono::milliseconds negative_ttl{std::chrono::seconds{1}};
+    // A failed refresh is tried again this long after (the master may be back by then).
+    std::chrono::milliseconds refresh_retry{std::chrono::seconds{5}};
+    // How long a due refresh may take (the scheduler's slice plus the upstream budget); an
+    // answer served later than that past its refresh time counts as `stale_served`.
+    std::chrono::milliseconds refresh_grace{std::chrono::seconds{1}};
 };
 
 class PathRecordService {
@@ -58,6 +63,8 @@ private:
     const char* uncacheable_reason(const transport::InboundMad& request) const;
     // Relays the request to the master uncached, the answer back unchanged.
     void forward(const transport::InboundMad& request, const char* why);
+    // Keeps a cached answer whose refresh failed and asks again later, until it expires.
+    void retry_refresh_later(const cache::PathQueryKey& key);
     void answer(const Waiter& waiter, const cache::PathAnswer& answer);
     void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
     void respond(const transport::MadAddress& to, const std::vector<std::uint8_t>& bytes);
@@ -69,8 +76,7 @@ private:
     transport::MadTransport& transport_;
     Counters& counters_;
     PathRecordConfig config_;
-    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash>
-        pending_;
+    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash> pending_;
     StaleCheck stale_check_;
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
 };

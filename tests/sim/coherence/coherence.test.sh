@@ -2,7 +2,10 @@
 # sim tier: localsad follows the master. A host's link is removed in ibsim (Unlink): OpenSM
 # sweeps and sends trap 65, localsad must stop serving paths to it; ReLink brings trap 64 and the
 # paths back. Cached answers are refreshed on schedule; a stalled master leaves hits served and
-# misses failing cleanly. Prints the measured staleness windows.
+# misses failing cleanly, and cached answers stop being served once refresh time + max staleness
+# have passed. An OpenSM restart on the same LID (its subscriptions gone, nothing the port poll
+# could see) is noticed by the subscription check: localsad resyncs and subscribes again.
+# Prints the measured staleness windows.
 # Usage: coherence.test.sh BUILD_BIN_DIR
 set -uo pipefail
 
@@ -10,7 +13,8 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 # shellcheck source=tests/sim/lib/localsad-fabric.sh
 . "$(dirname "$0")/../lib/localsad-fabric.sh"
 start_fabric coherence
-start_localsad --path-ttl-s 3 --upstream-timeout-ms 100
+start_localsad --path-ttl-s 3 --max-staleness-s 10 --upstream-timeout-ms 100 \
+    --subscription-check-s 1
 
 status_of() { q "$@" 2>/dev/null | sed -n 's/^status=//p'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -85,6 +89,7 @@ check "refresh keeps them cached" test "$(stats_of cache_entries)" -ge 2
 
 # --- a stalled master: hits served, misses fail cleanly, recovery ---------------------------
 kill -STOP "$FABRIC_OPENSM_PID"
+t_stall=$(now_ms)
 check "master stalled: a cached path is still served" \
     test "$(status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID" --timeout-ms 1000)" = OK
 t0=$(now_ms)
@@ -93,9 +98,46 @@ t1=$(now_ms)
 check "master stalled: a miss gets no answer, cleanly ($((t1 - t0)) ms)" test -z "$miss"
 sleep 0.5
 check "... and is counted as an upstream timeout" test "$(stats_of upstream_timeouts)" -ge 1
+# Max staleness 10 s: the H5 answer, last confirmed before the stall, comes due within 3.3 s
+# (TTL 3 s +-10 %); from then on it is served on max staleness alone (counted as stale_served
+# from 3.7 s into the stall at the latest) until 9.9 s into the stall at least, and from 13.3 s
+# into the stall no more.
+while :; do
+    status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID" --timeout-ms 200 >/dev/null
+    (($(now_ms) - t_stall < 9000)) || break
+    sleep 0.2
+done
+check "master stalled: answers past their refresh time are served, counted ($(stats_of stale_served) stale_served)" \
+    test "$(stats_of stale_served)" -ge 1
+while (($(now_ms) - t_stall < 14300)); do sleep 0.1; done
+check "... and no longer once refresh time + max staleness have passed (14.3 s into the stall)" \
+    test -z "$(status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID" --timeout-ms 300)"
 kill -CONT "$FABRIC_OPENSM_PID"
 check "master back: misses are answered again" \
     test "$(status_of pr --sgid "$OWN_GID" --dgid fe80::dead:2 --lid "$OWN_LID" --timeout-ms 2000)" = NO_RECORDS
+check "... and the expired path is served again" \
+    test "$(status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID" --timeout-ms 2000)" = OK
 check "localsad is still running" kill -0 "$DAEMON_PID"
+stale=$(stats_of stale_served)
+
+# --- OpenSM restarted on the same LID: subscriptions renewed ---------------------------------
+lost=$(stats_of subscriptions_lost)
+resyncs=$(stats_of resyncs)
+"$FABRIC" sm-restart --dir "$WORK/fabric" >/dev/null || fail "OpenSM restart"
+t0=$(now_ms) # the new OpenSM has swept and is MASTER
+# shellcheck disable=SC1091
+source "$WORK/fabric/env"
+renewed() { [[ $(stats_of subscriptions_lost) -gt $lost && $(stats_of subscriptions) == 6 ]]; }
+t_renewed=
+for _ in $(seq 100); do renewed && { t_renewed=$(now_ms); break; }; sleep 0.1; done
+check "OpenSM restarted: the lost subscriptions are noticed and renewed (+$((${t_renewed:-0} - t0)) ms after SUBNET UP, check every 1 s)" \
+    test -n "$t_renewed"
+check "... with a resync (cache flushed)" test "$(stats_of resyncs)" -gt "$resyncs"
+reports=$(stats_of reports_received)
+"$FABRIC" cmd --dir "$WORK/fabric" 'Unlink "H5"' >/dev/null
+for _ in $(seq 100); do [[ $(stats_of reports_received) -gt $reports ]] && break; sleep 0.1; done
+check "Reports arrive again on the renewed subscriptions (trap 65 for H5)" \
+    test "$(stats_of reports_received)" -gt "$reports"
+check "nothing stale served since the master came back" test "$(stats_of stale_served)" -eq "$stale"
 
 summary
