@@ -19,9 +19,9 @@ std::uint8_t response_method(std::uint8_t request_method) {
 
 } // namespace
 
-std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t record_size,
-                                                Bytes records) {
-    std::vector<std::uint8_t> out(std::max(kMadSize, kSaHeaderSize + records.size()));
+void make_records_response(std::vector<std::uint8_t>& out, Bytes request, std::size_t record_size,
+                           Bytes records) {
+    out.assign(std::max(kMadSize, kSaHeaderSize + records.size()), 0);
     std::copy_n(request.begin(), std::min(request.size(), kSaHeaderSize), out.begin());
     out[3] = response_method(request[3]);
     store_be64(out, 36, 0);
@@ -33,6 +33,12 @@ std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t recor
         r.pack(out);
     }
     std::copy(records.begin(), records.end(), out.begin() + kSaHeaderSize);
+}
+
+std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t record_size,
+                                                Bytes records) {
+    std::vector<std::uint8_t> out;
+    make_records_response(out, request, record_size, records);
     return out;
 }
 
