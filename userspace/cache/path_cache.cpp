@@ -51,7 +51,9 @@ mad::Bytes records_of_block(std::uint64_t aux) {
     const auto* block = reinterpret_cast<const std::uint64_t*>(aux);
     return {reinterpret_cast<const std::uint8_t*>(block + 1), static_cast<std::size_t>(block[0])};
 }
-void free_records_block(std::uint64_t aux) { delete[] reinterpret_cast<std::uint64_t*>(aux); }
+void free_records_block(std::uint64_t aux) {
+    delete[] reinterpret_cast<std::uint64_t*>(aux);
+}
 
 } // namespace
 
@@ -93,7 +95,9 @@ PathCache::PathCache(std::size_t max_entries)
     static_assert(sizeof(Entry) <= 96, "an entry must stay within the per-path memory budget");
 }
 
-PathCache::~PathCache() { clear(); }
+PathCache::~PathCache() {
+    clear();
+}
 
 PathCache::Entry& PathCache::entry(std::uint32_t n) const {
     return chunks_[n >> kChunkShift][n & ((1u << kChunkShift) - 1)];
@@ -113,8 +117,7 @@ std::optional<std::uint16_t> PathCache::shape_of(std::uint8_t method,
     return it->second;
 }
 
-std::optional<std::uint16_t> PathCache::intern_shape(std::uint8_t method,
-                                                     std::uint64_t comp_mask) {
+std::optional<std::uint16_t> PathCache::intern_shape(std::uint8_t method, std::uint64_t comp_mask) {
     if (const auto id = shape_of(method, comp_mask)) {
         ++shapes_[*id].refs;
         return id;
@@ -340,8 +343,8 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         const auto& fm = shapes_[*shape].field_mask;
         std::size_t count = 0;
         for (std::size_t w = 0; w < 8 && inline_ok; ++w) {
-            const auto d = (load64(answer.records.data() + 8 * w) & fm[w]) ^
-                           load64(key.masked.data() + 8 * w);
+            const auto d =
+                (load64(answer.records.data() + 8 * w) & fm[w]) ^ load64(key.masked.data() + 8 * w);
             for (std::size_t b = 0; b < 8 && d != 0; ++b) {
                 const auto x = static_cast<std::uint8_t>(d >> (8 * b));
                 if (x == 0)

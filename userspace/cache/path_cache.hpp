@@ -134,10 +134,10 @@ private:
     std::size_t out_of_line_ = 0;
     std::vector<Slot> index_;
     std::vector<std::unique_ptr<Entry[]>> chunks_;
-    std::uint32_t high_water_ = 0;      // entries ever handed out (free or in use)
-    std::uint32_t free_head_ = 0;       // entry number + 1 of the first free entry; 0: none
-    std::uint32_t evict_cursor_ = 0;    // where the search for a victim resumes when full
-    std::uint32_t next_stamp_ = 0;      // tells a store from the later ones of the same entry
+    std::uint32_t high_water_ = 0;   // entries ever handed out (free or in use)
+    std::uint32_t free_head_ = 0;    // entry number + 1 of the first free entry; 0: none
+    std::uint32_t evict_cursor_ = 0; // where the search for a victim resumes when full
+    std::uint32_t next_stamp_ = 0;   // tells a store from the later ones of the same entry
     std::vector<Shape> shapes_;
     std::map<std::pair<std::uint8_t, std::uint64_t>, std::uint16_t> shape_ids_;
     std::vector<std::uint16_t> free_shapes_;

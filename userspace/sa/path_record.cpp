@@ -106,8 +106,7 @@ constexpr std::array<Words, 64> kBitWords = [] {
         std::array<std::uint8_t, PathRecord::kSize> bytes{};
         for (std::size_t i = 0; i < f.length; ++i)
             bytes[f.offset + i] =
-                f.mask == 0 ? 0xff
-                            : static_cast<std::uint8_t>(f.mask >> (8 * (f.length - 1 - i)));
+                f.mask == 0 ? 0xff : static_cast<std::uint8_t>(f.mask >> (8 * (f.length - 1 - i)));
         const auto bit = static_cast<std::size_t>(std::countr_zero(f.bit));
         for (std::size_t w = 0; w < out[bit].size(); ++w) {
             std::array<std::uint8_t, 8> word{};
@@ -121,7 +120,7 @@ constexpr std::array<Words, 64> kBitWords = [] {
 } // namespace
 
 std::array<std::uint8_t, PathRecord::kSize> masked_path_record(Bytes record,
-                                                              std::uint64_t comp_mask) {
+                                                               std::uint64_t comp_mask) {
     Words m{};
     for (auto bits = comp_mask & pr_mask::kDefined; bits != 0; bits &= bits - 1) {
         const auto& w = kBitWords[static_cast<std::size_t>(std::countr_zero(bits))];
