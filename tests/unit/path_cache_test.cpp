@@ -76,6 +76,11 @@ TEST_CASE("path cache: one record is stored inline and found again", "[cache]") 
     CHECK(hit->refresh_at <= now + 59min);
     CHECK(hit->refresh_at > now + 59min - 1ms);
     CHECK_FALSE(c.find(key_for(0x200002), now));
+    // The two-step look-up (hash and prefetch first) finds the same.
+    const auto h = c.prefetch(key_for(0x200001));
+    CHECK(h == cache::PathQueryKeyHash{}(key_for(0x200001)));
+    REQUIRE(c.find(key_for(0x200001), h, now));
+    CHECK(same_bytes(c.find(key_for(0x200001), h, now)->records, rec));
     // The same fields with another mask or method are another question.
     CHECK_FALSE(c.find(key_for(0x200001, kMask | sa::pr_mask::kPKey), now));
     CHECK_FALSE(c.find(key_for(0x200001, kMask, mad::method::kGetTable), now));

@@ -263,13 +263,25 @@ CachedAnswer PathCache::view_of(const Entry& e) const {
     return a;
 }
 
+std::uint64_t PathCache::prefetch(const PathQueryKey& key) const {
+    const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
+    if (!index_.empty())
+        __builtin_prefetch(&index_[(h >> 32) & (index_.size() - 1)]);
+    return h;
+}
+
 std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, Clock::time_point now) {
+    return find(key, hash_key(key.method, key.comp_mask, key.masked.data()), now);
+}
+
+std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, std::uint64_t hash,
+                                            Clock::time_point now) {
     if (size_ == 0)
         return std::nullopt;
     const auto shape = shape_of(key.method, key.comp_mask);
     if (!shape)
         return std::nullopt; // no question of this shape is cached
-    const auto i = probe(key, hash_key(key.method, key.comp_mask, key.masked.data()), *shape);
+    const auto i = probe(key, hash, *shape);
     if (index_[i].entry == 0)
         return std::nullopt;
     const auto n = index_[i].entry - 1;

@@ -83,6 +83,11 @@ public:
 
     // The answer, unless absent or expired (an expired entry is dropped).
     std::optional<CachedAnswer> find(const PathQueryKey& key, Clock::time_point now);
+    // Starts loading the index slot of `key` and returns the key's hash, for the find() below: a
+    // caller with other work to do meanwhile hides part of a memory miss.
+    std::uint64_t prefetch(const PathQueryKey& key) const;
+    std::optional<CachedAnswer> find(const PathQueryKey& key, std::uint64_t hash,
+                                     Clock::time_point now);
     // Stores an answer; when full, an arbitrary entry makes room (bounded memory beats LRU
     // bookkeeping on the hot path; refresh re-fetches what matters).
     void store(const PathQueryKey& key, const PathAnswer& answer);
