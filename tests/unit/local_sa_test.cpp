@@ -446,6 +446,5 @@ TEST_CASE("a GetTable answer of several records is cached whole and served again
     mad::set_tid(expected, 2);
     CHECK(sent[0].bytes == expected);
     for (std::size_t i = 0; i < 3; ++i)
-        CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56 + 64 * i)).dlid ==
-              8 + i);
+        CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56 + 64 * i)).dlid == 8 + i);
 }
