@@ -408,3 +408,43 @@ TEST_CASE("SMInfo is answered as a NOTACTIVE SM of priority 0", "[local_sa][smin
     smp[3] = mad::method::kSet;
     CHECK_FALSE(answer_sminfo(smp, 1));
 }
+
+TEST_CASE("a GetTable answer of several records is cached whole and served again", "[local_sa]") {
+    Fixture f;
+    f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kGetTable)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    // The master's answer: three paths to the destination, in one MAD (no RMPP needed).
+    auto m = *mad::SaMad::unpack(sent[0].bytes);
+    m.header.method = mad::method::kGetTableResp;
+    m.sm_key = 0;
+    m.attr_offset = 8;
+    std::fill(m.data.begin(), m.data.end(), 0);
+    for (std::uint16_t i = 0; i < 3; ++i) {
+        sa::PathRecord pr;
+        pr.sgid = gid(0x100003);
+        pr.dgid = gid(0x100005);
+        pr.slid = kOwnLid;
+        pr.dlid = static_cast<std::uint16_t>(8 + i);
+        pr.reversible = true;
+        pr.pkey = 0xffff;
+        pr.pack(mad::MutableBytes{m.data}.subspan(64 * i, 64));
+    }
+    f.deliver(from_lid(kSmLid, m.pack()));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    const auto first = sent[0].bytes;
+    CHECK(f.sa->cache().size() == 1);
+    CHECK(f.sa->cache().out_of_line_entries() == 1);
+
+    f.deliver(from_lid(kOwnLid, path_request(2, 0x100005, mad::method::kGetTable)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(f.sa->counters().pr_cache_hits == 1);
+    auto expected = first;
+    mad::set_tid(expected, 2);
+    CHECK(sent[0].bytes == expected);
+    for (std::size_t i = 0; i < 3; ++i)
+        CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56 + 64 * i)).dlid == 8 + i);
+}

@@ -1,6 +1,8 @@
 #include "sa/path_record.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace localsa::sa {
 
@@ -60,51 +62,79 @@ std::array<std::uint8_t, PathRecord::kSize> PathRecord::bytes() const {
     return out;
 }
 
-std::array<std::uint8_t, PathRecord::kSize> masked_path_record(Bytes record,
-                                                              std::uint64_t comp_mask) {
-    // (byte offset, byte length, bit mask within the first byte when the field is not whole bytes)
-    struct Field {
-        std::uint64_t bit;
-        std::size_t offset;
-        std::size_t length;
-        std::uint32_t mask; // applied big-endian over `length` bytes (length <= 4) when non-zero
-    };
-    static constexpr Field kFields[] = {
-        {pr_mask::kServiceIdHigh, 0, 4, 0},
-        {pr_mask::kServiceIdLow, 4, 4, 0},
-        {pr_mask::kDgid, 8, 16, 0},
-        {pr_mask::kSgid, 24, 16, 0},
-        {pr_mask::kDlid, 40, 2, 0},
-        {pr_mask::kSlid, 42, 2, 0},
-        {pr_mask::kRawTraffic, 44, 4, 0x80000000},
-        {pr_mask::kFlowLabel, 44, 4, 0x0fffff00},
-        {pr_mask::kHopLimit, 44, 4, 0x000000ff},
-        {pr_mask::kTClass, 48, 1, 0},
-        {pr_mask::kReversible, 49, 1, 0x80},
-        {pr_mask::kNumbPath, 49, 1, 0x7f},
-        {pr_mask::kPKey, 50, 2, 0},
-        {pr_mask::kQosClass, 52, 2, 0xfff0},
-        {pr_mask::kSl, 52, 2, 0x000f},
-        {pr_mask::kMtuSelector, 54, 1, 0xc0},
-        {pr_mask::kMtu, 54, 1, 0x3f},
-        {pr_mask::kRateSelector, 55, 1, 0xc0},
-        {pr_mask::kRate, 55, 1, 0x3f},
-        {pr_mask::kPacketLifeSelector, 56, 1, 0xc0},
-        {pr_mask::kPacketLife, 56, 1, 0x3f},
-        {pr_mask::kPreference, 57, 1, 0},
-    };
-    std::array<std::uint8_t, PathRecord::kSize> out{};
+namespace {
+
+// (byte offset, byte length, bit mask within the bytes when the field is not whole bytes)
+struct Field {
+    std::uint64_t bit;
+    std::size_t offset;
+    std::size_t length;
+    std::uint32_t mask; // applied big-endian over `length` bytes (length <= 4) when non-zero
+};
+constexpr Field kFields[] = {
+    {pr_mask::kServiceIdHigh, 0, 4, 0},
+    {pr_mask::kServiceIdLow, 4, 4, 0},
+    {pr_mask::kDgid, 8, 16, 0},
+    {pr_mask::kSgid, 24, 16, 0},
+    {pr_mask::kDlid, 40, 2, 0},
+    {pr_mask::kSlid, 42, 2, 0},
+    {pr_mask::kRawTraffic, 44, 4, 0x80000000},
+    {pr_mask::kFlowLabel, 44, 4, 0x0fffff00},
+    {pr_mask::kHopLimit, 44, 4, 0x000000ff},
+    {pr_mask::kTClass, 48, 1, 0},
+    {pr_mask::kReversible, 49, 1, 0x80},
+    {pr_mask::kNumbPath, 49, 1, 0x7f},
+    {pr_mask::kPKey, 50, 2, 0},
+    {pr_mask::kQosClass, 52, 2, 0xfff0},
+    {pr_mask::kSl, 52, 2, 0x000f},
+    {pr_mask::kMtuSelector, 54, 1, 0xc0},
+    {pr_mask::kMtu, 54, 1, 0x3f},
+    {pr_mask::kRateSelector, 55, 1, 0xc0},
+    {pr_mask::kRate, 55, 1, 0x3f},
+    {pr_mask::kPacketLifeSelector, 56, 1, 0xc0},
+    {pr_mask::kPacketLife, 56, 1, 0x3f},
+    {pr_mask::kPreference, 57, 1, 0},
+};
+
+using Words = std::array<std::uint64_t, PathRecord::kSize / 8>;
+
+// Per component mask bit, the record bytes it constrains, as 8 machine words: masking a request
+// is then an OR over the set bits and 8 ANDs (this runs for every request).
+constexpr std::array<Words, 64> kBitWords = [] {
+    std::array<Words, 64> out{};
     for (const auto& f : kFields) {
-        if (!(comp_mask & f.bit))
-            continue;
-        if (f.mask == 0) {
-            std::copy_n(record.begin() + f.offset, f.length, out.begin() + f.offset);
-            continue;
+        std::array<std::uint8_t, PathRecord::kSize> bytes{};
+        for (std::size_t i = 0; i < f.length; ++i)
+            bytes[f.offset + i] =
+                f.mask == 0 ? 0xff : static_cast<std::uint8_t>(f.mask >> (8 * (f.length - 1 - i)));
+        const auto bit = static_cast<std::size_t>(std::countr_zero(f.bit));
+        for (std::size_t w = 0; w < out[bit].size(); ++w) {
+            std::array<std::uint8_t, 8> word{};
+            std::copy_n(bytes.begin() + 8 * w, 8, word.begin());
+            out[bit][w] = std::bit_cast<std::uint64_t>(word);
         }
-        for (std::size_t i = 0; i < f.length; ++i) {
-            const auto m = static_cast<std::uint8_t>(f.mask >> (8 * (f.length - 1 - i)));
-            out[f.offset + i] |= record[f.offset + i] & m;
-        }
+    }
+    return out;
+}();
+
+} // namespace
+
+std::array<std::uint8_t, PathRecord::kSize> masked_path_record(Bytes record,
+                                                               std::uint64_t comp_mask) {
+    Words m{};
+    for (auto bits = comp_mask & pr_mask::kDefined; bits != 0; bits &= bits - 1) {
+        const auto& w = kBitWords[static_cast<std::size_t>(std::countr_zero(bits))];
+        for (std::size_t i = 0; i < m.size(); ++i)
+            m[i] |= w[i];
+    }
+    std::array<std::uint8_t, PathRecord::kSize> in{};
+    std::copy_n(record.begin(), std::min(record.size(), in.size()), in.begin());
+    std::array<std::uint8_t, PathRecord::kSize> out;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        std::uint64_t v;
+        std::memcpy(&v, in.data() + 8 * i, 8);
+        v &= m[i];
+        std::memcpy(out.data() + 8 * i, &v, 8);
     }
     return out;
 }

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace localsa::sa {
 
 using namespace mad;
@@ -27,7 +29,7 @@ std::uint16_t validate_path_request(Bytes request) {
 }
 
 const char* PathRecordService::uncacheable_reason(const transport::InboundMad& in) const {
-    const auto port = transport_.port();
+    const auto& port = transport_.port();
     if (!port.active())
         return "port not active";
     // The master's answer depends on the requester's port (PKeys, QoS): the cache holds the
@@ -40,8 +42,7 @@ const char* PathRecordService::uncacheable_reason(const transport::InboundMad& i
     return nullptr;
 }
 
-void PathRecordService::respond(const transport::MadAddress& to,
-                                const std::vector<std::uint8_t>& bytes) {
+void PathRecordService::respond(const transport::MadAddress& to, Bytes bytes) {
     if (!transport_.send(bytes, to, std::chrono::milliseconds{0}))
         ++counters_.send_errors;
 }
@@ -54,6 +55,11 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         forward(in, "method other than Get/GetTable");
         return;
     }
+    // The key first: the index slot it needs is then on its way from memory (the look-up's first
+    // miss at 100 k entries) while the checks below run.
+    const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
+                                                       Bytes{in.bytes}.subspan(kSaHeaderSize));
+    const auto hash = cache_.prefetch(key);
     if (const auto st = validate_path_request(in.bytes)) {
         ++counters_.pr_errors_local;
         respond(in.from, make_error_response(in.bytes, st));
@@ -65,19 +71,16 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         forward(in, why);
         return;
     }
-    const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
-                                                       Bytes{in.bytes}.subspan(kSaHeaderSize));
-    Waiter waiter{in.from, in.bytes};
     const auto now = cache::Clock::now();
-    if (const auto* hit = cache_.find(key, now)) {
-        if (!stale_check_ || !stale_check_(key, *hit)) {
+    if (const auto hit = cache_.find(key, hash, now)) {
+        if (!stale_check_ || !is_stale(key, *hit)) {
             ++counters_.pr_cache_hits;
             // Past its refresh time and not confirmed since: served on the strength of
             // --max-staleness-s alone (the master unreachable or the refresh behind).
             if (!hit->negative() &&
                 now >= hit->expires - config_.max_staleness + config_.refresh_grace)
                 ++counters_.stale_served;
-            answer(waiter, *hit);
+            answer(in.from, in.bytes, hit->status, hit->records);
             return;
         }
         // The safety net under event invalidation: never serve what we know to be stale.
@@ -85,7 +88,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     }
     if (in.bytes[3] == method::kGet) {
         const auto mask = load_be64(in.bytes, 48);
-        const auto port = transport_.port();
+        const auto& port = transport_.port();
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
                                       mask, port.gid, now)) {
             ++counters_.pr_preload_hits;
@@ -108,11 +111,11 @@ void PathRecordService::handle(const transport::InboundMad& in) {
             ++counters_.upstream_overflow;
             return;
         }
-        it->second.push_back(std::move(waiter));
+        it->second.push_back({in.from, in.bytes});
         return;
     }
     ++counters_.pr_cache_misses;
-    it->second.push_back(std::move(waiter));
+    it->second.push_back({in.from, in.bytes});
     upstream_.submit(in.bytes,
                      [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
 }
@@ -169,18 +172,19 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     }
     if (waiters.empty()) {
         // A refresh: note whether the master changed its mind.
-        const auto* old = cache_.find(key, now);
-        if (!old || old->status != answer_value.status || old->records != answer_value.records)
+        const auto old = cache_.find(key, now);
+        if (!old || old->status != answer_value.status ||
+            !std::ranges::equal(old->records, answer_value.records))
             ++counters_.refresh_changed;
     }
     for (const auto& w : waiters) {
         if (answer_value.status == status::kOk && records.complete)
-            answer(w, answer_value);
+            answer(w.from, w.request, answer_value.status, answer_value.records);
         else
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
     }
     if (cacheable && ttl.count() > 0)
-        cache_.store(key, std::move(answer_value));
+        cache_.store(key, answer_value);
 }
 
 void PathRecordService::refresh(const cache::PathQueryKey& key) {
@@ -199,20 +203,36 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
 
 void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
     const auto now = cache::Clock::now();
-    const auto* old = cache_.find(key, now);
+    const auto old = cache_.find(key, now);
     if (!old || old->negative())
         return;
-    auto kept = *old; // `expires` stays: the answer is served --max-staleness-s at most
+    cache::PathAnswer kept; // `expires` stays: the answer is served --max-staleness-s at most
+    old->copy_to(kept);
     kept.refresh_at = now + config_.refresh_retry;
     if (kept.refresh_at < kept.expires)
         cache_.store(key, std::move(kept));
 }
 
-void PathRecordService::answer(const Waiter& w, const cache::PathAnswer& a) {
-    if (a.status != status::kOk)
-        respond(w.from, make_error_response(w.request, a.status));
-    else
-        respond(w.from, make_records_response(w.request, PathRecord::kSize, a.records));
+bool PathRecordService::is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit) {
+    hit.copy_to(stale_scratch_); // the check takes the owning form; the buffer is reused
+    return stale_check_(key, stale_scratch_);
+}
+
+void PathRecordService::answer(const transport::MadAddress& to, Bytes request,
+                               std::uint16_t answer_status, Bytes records) {
+    if (answer_status != status::kOk) {
+        respond(to, make_error_response(request, answer_status));
+        return;
+    }
+    if (out_busy_) {
+        // A transport that answered back into us while sending: out_ is still being sent.
+        respond(to, make_records_response(request, PathRecord::kSize, records));
+        return;
+    }
+    out_busy_ = true;
+    make_records_response(out_, request, PathRecord::kSize, records);
+    respond(to, out_);
+    out_busy_ = false;
 }
 
 } // namespace localsa::sa

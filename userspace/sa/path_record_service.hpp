@@ -65,9 +65,12 @@ private:
     void forward(const transport::InboundMad& request, const char* why);
     // Keeps a cached answer whose refresh failed and asks again later, until it expires.
     void retry_refresh_later(const cache::PathQueryKey& key);
-    void answer(const Waiter& waiter, const cache::PathAnswer& answer);
+    // The answer to `request` (status and records of the master's answer), sent to `to`.
+    void answer(const transport::MadAddress& to, mad::Bytes request, std::uint16_t answer_status,
+                mad::Bytes records);
+    bool is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit);
     void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
-    void respond(const transport::MadAddress& to, const std::vector<std::uint8_t>& bytes);
+    void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     cache::PathCache& cache_;
     cache::PreloadTable& preload_;
@@ -78,6 +81,9 @@ private:
     PathRecordConfig config_;
     std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash> pending_;
     StaleCheck stale_check_;
+    cache::PathAnswer stale_scratch_;
+    std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
+    bool out_busy_ = false;
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
 };
 

@@ -19,10 +19,18 @@ std::uint8_t response_method(std::uint8_t request_method) {
 
 } // namespace
 
-std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t record_size,
-                                                Bytes records) {
-    std::vector<std::uint8_t> out(std::max(kMadSize, kSaHeaderSize + records.size()));
-    std::copy_n(request.begin(), std::min(request.size(), kSaHeaderSize), out.begin());
+namespace {
+
+std::size_t records_response_size(Bytes records) {
+    return std::max(kMadSize, kSaHeaderSize + records.size());
+}
+
+// Writes every byte of `out` (records_response_size(records) bytes): no zeroing beforehand.
+void encode_records_response(MutableBytes out, Bytes request, std::size_t record_size,
+                             Bytes records) {
+    const auto header = std::min(request.size(), kSaHeaderSize);
+    std::copy_n(request.begin(), header, out.begin());
+    std::fill(out.begin() + header, out.begin() + kSaHeaderSize, 0);
     out[3] = response_method(request[3]);
     store_be64(out, 36, 0);
     store_be16(out, 44, records.empty() ? 0 : static_cast<std::uint16_t>(record_size / 8));
@@ -33,6 +41,21 @@ std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t recor
         r.pack(out);
     }
     std::copy(records.begin(), records.end(), out.begin() + kSaHeaderSize);
+    std::fill(out.begin() + kSaHeaderSize + records.size(), out.end(), 0);
+}
+
+} // namespace
+
+void make_records_response(std::vector<std::uint8_t>& out, Bytes request, std::size_t record_size,
+                           Bytes records) {
+    out.resize(records_response_size(records));
+    encode_records_response(out, request, record_size, records);
+}
+
+std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t record_size,
+                                                Bytes records) {
+    std::vector<std::uint8_t> out(records_response_size(records));
+    encode_records_response(out, request, record_size, records);
     return out;
 }
 

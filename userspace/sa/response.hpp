@@ -13,6 +13,9 @@ namespace localsa::sa {
 // attribute offset (0 when there are no records), RMPP active for GetTableResp; then the records.
 std::vector<std::uint8_t> make_records_response(mad::Bytes request, std::size_t record_size,
                                                 mad::Bytes records);
+// The same into `out`, whose capacity is reused: no allocation per answer on the hot path.
+void make_records_response(std::vector<std::uint8_t>& out, mad::Bytes request,
+                           std::size_t record_size, mad::Bytes records);
 
 // An error answer: the whole request echoed with `status`, the response method and SM_Key 0;
 // GetTable answers carry attribute offset 0.
