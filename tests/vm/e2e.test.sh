@@ -29,6 +29,8 @@ if [[ ${1:-} != --guest ]]; then
     exit $rc
 fi
 KIND=${2:?patched or stock}
+# every step is a check: a failing command must not end the run before the report
+set +e
 # shellcheck source=tests/vm/lib/vm-checks.sh
 . "$(dirname "$0")/lib/vm-checks.sh"
 
@@ -46,12 +48,12 @@ start_localsad() {
     DAEMON=$!
 }
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
-stat_of() { "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
     python3 -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
 preloaded() { [[ $(stat_of "['preload_state']" 2>/dev/null) == "done" ]]; }
 # the master's answer (localsactl straight to the SM LID from simhca1): the record's fields
 master_pr() {
-    "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "$1" --reversible 1 \
+    timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "$1" --reversible 1 \
         --numb-path 1 | sed -n 's/^\(dlid=.* pkey=0x[0-9a-f]*\) .*/\1/p'
 }
 # run a localsa_test operation: op DEV_PORT_GID; prints the result line
@@ -65,9 +67,11 @@ elapsed_of() { sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' <<<"$1"; }
 # (device port target state redirected fallen_back probed)
 redir() { awk -v n="$1" '$1 == "simhca1" { print $n }' "$RDBG"; }
 state_is() { [[ $(redir 4) == "$1" ]]; }
-# member port GIDs of MGID at the master (saquery from simhca1 goes to the SM LID)
+# member port GIDs of MGID at the master (saquery from simhca1 goes to the SM LID; OpenSM
+# shows the members' PortGIDs only to a trusted requester: its default SA key, 1)
 members_at_master() {
-    saquery -C simhca1 MCMR --mgid "$1" 2>/dev/null | sed -n 's/^[[:space:]]*PortGid[.]*\(.*\)$/\1/p'
+    timeout 10 saquery --smkey 1 -C simhca1 MCMR --mgid "$1" 2>/dev/null |
+        sed -n 's/^[[:space:]]*PortGid[.]*\(.*\)$/\1/p'
 }
 member_is() { [[ $(members_at_master "$1") == "$2" ]]; }
 no_member() { [[ -z $(members_at_master "$1") ]]; }
@@ -75,17 +79,18 @@ no_member() { [[ -z $(members_at_master "$1") ]]; }
 check "localsa_test loads (modprobe)" modprobe localsa_test
 check "localsa_test's debugfs files" test -w "$DBG/path" -a -w "$DBG/route" -a -w "$DBG/join" -a -w "$DBG/leave"
 OWN_LID=$(port_lid 1)
-OWN_GID=$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)
+OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' \
+    "$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)")
 TIMEOUT_MS=$(cat /sys/module/localsa_test/parameters/timeout_ms)
 
 start_localsad
 check "localsad serves simhca1 (preload done)" wait_until 30 preloaded
 
-# destinations: the other hosts' ports (the master's table of paths from simhca1, whose
-# destinations are CAs and switches; the CAs' ports are those with a node GUID + 1 GID)
-mapfile -t DESTS < <("$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table |
-    sed -n 's/.* dgid=\(.*\)$/\1/p' | grep -vx "$OWN_GID" |
-    grep -vx "$(cat /sys/class/infiniband/simhca0/ports/1/gids/0)" | head -n 3)
+# destinations: other ports of the fabric, from the master's table of paths from simhca1
+# (no process substitution: the guest has no /dev/fd)
+dests=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table |
+    sed -n 's/.* dgid=\(.*\)$/\1/p' | grep -vx "$OWN_GID" | grep -vx "fe80::10:1" | head -n 3)
+mapfile -t DESTS <<<"$dests"
 check "three destinations from the master's table (${DESTS[*]})" test "${#DESTS[@]}" -eq 3
 
 if [[ $KIND == stock ]]; then
@@ -165,28 +170,52 @@ check "... the master no longer has the group" wait_until 10 no_member "$MGID"
 check "... the leave was proxied by localsad" test "$(stat_of "['proxied_requests']")" -gt "$px1"
 eq "no fallback to the SM so far" "$fb0" "$(redir 6)"
 
-# --- kill -9 localsad: fail-open
-kill -9 "$DAEMON"
-wait "$DAEMON" 2>/dev/null || true
+# --- localsad stopped (SIGSTOP): the target does not answer, the query goes to the SM after
+#     sa_redirect_timeout_ms
+kill -STOP "$DAEMON"
 fb1=$(redir 6)
 m=$(master_pr "${DESTS[0]}")
-t=$(now_ms)
-r=$(op path "${DESTS[0]}")
-t=$(($(now_ms) - t))
-check "localsad killed: path still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
-check "... the first one within timeout_ms + sa_redirect_timeout_ms ($t ms <= $TIMEOUT_MS + $REDIR_MS)" \
-    test "$t" -le $((TIMEOUT_MS + REDIR_MS))
+r=$(op route "${DESTS[0]}")
+e=$(elapsed_of "$r")
+check "localsad stopped: route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... after the target's timeout, within the caller's ($REDIR_MS <= $e <= $TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "$e" -ge "$REDIR_MS" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
 eq "... it fell back to the SM once" $((fb1 + 1)) "$(redir 6)"
-eq "... the port now queries the SM" fallback "$(redir 4)"
+r=$(op route "${DESTS[0]}")
+check "the next one goes to the SM at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" \
+    test "$(elapsed_of "$r")" -lt "$REDIR_MS"
+kill -CONT "$DAEMON"
+t=$(now_ms)
+check "localsad continued: the redirect resumes within one probe period (${PROBE_MS} ms)" \
+    wait_until $(((PROBE_MS + 999) / 1000)) state_is redirect
+echo "     redirect resumed $(($(now_ms) - t)) ms after SIGCONT"
+
+# --- kill -9 localsad: nobody serves the SA class on the port, the MAD layer refuses the
+#     query at once and it goes to the SM
+kill -9 "$DAEMON"
+wait "$DAEMON" 2>/dev/null
+fb1=$(redir 6)
 m=$(master_pr "${DESTS[1]}")
 r=$(op route "${DESTS[1]}")
-check "route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
-check "... at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" test "$(elapsed_of "$r")" -lt "$REDIR_MS"
+e=$(elapsed_of "$r")
+check "localsad killed: route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... the first one within the caller's timeout + sa_redirect_timeout_ms ($e <= $TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
+eq "... it fell back to the SM once" $((fb1 + 1)) "$(redir 6)"
+eq "... the port now queries the SM" fallback "$(redir 4)"
+m=$(master_pr "${DESTS[2]}")
+t=$(now_ms)
+r=$(op path "${DESTS[2]}")
+t=$(($(now_ms) - t))
+check "path still resolves, equal to the master's ($r, $t ms wall time)" test -n "$m" -a "$m" = "$(fields "$r")"
+r=$(op route "${DESTS[2]}")
+check "route at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" test "$(elapsed_of "$r")" -lt "$REDIR_MS"
 r=$(op join "$MGID2")
 check "join still works ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
 check "... the master has simhca1 as member" wait_until 10 member_is "$MGID2" "$OWN_GID"
 r=$(op leave "$MGID2")
-check "... and leave ($r)" wait_until 10 no_member "$MGID2"
+check "... and leave ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+check "... the master no longer has the group" wait_until 10 no_member "$MGID2"
 eq "... all straight to the SM (no further fallback)" $((fb1 + 1)) "$(redir 6)"
 
 # --- localsad restarted: the next probe finds it
@@ -205,7 +234,10 @@ check "... served by localsad again ($pr2 -> $(stat_of "['pr_requests']"))" \
     test "$(stat_of "['pr_requests']")" -gt "$pr2"
 check "... redirected ($rd2 -> $(redir 5))" test "$(redir 5)" -gt "$rd2"
 
-# --- LID change of simhca1: the redirect follows the port's LID
+# --- LID change of simhca1 (ibsim Baselid): the redirect follows the port's LID at once.
+# The running OpenSM has no route to the new LID (answers to it are lost) and gives the
+# port its old LID back at its next sweep, so a fresh OpenSM takes over the fabric as it
+# is: it keeps the LIDs it finds, routes the new one, and the queries can follow it.
 new_lid=$((OWN_LID + 100))
 echo "Baselid \"H1\"[1] $new_lid" >"$VM_FABRIC_DIR/ibsim.in"
 lid_is() { [[ $(port_lid 1) == "$1" ]]; }
@@ -213,16 +245,32 @@ check "simhca1's LID follows Baselid ($OWN_LID -> $new_lid)" wait_until 15 lid_i
 target_is() { [[ $(redir 3) == "$1" ]]; }
 check "the SA target follows the port's LID ($(printf '0x%x' "$new_lid"))" \
     wait_until 5 target_is "$(printf '0x%x' "$new_lid")"
+kill "$VM_OPENSM_PID"
+osm_gone() { ! kill -0 "$VM_OPENSM_PID" 2>/dev/null; }
+check "the first OpenSM exits" wait_until 20 osm_gone
+mkdir -p /tmp/osm2
+OSM_TMP_DIR=/tmp/osm2 OSM_CACHE_DIR=/tmp/osm2 opensm -g 0x"$(sed 's/^.*:\(....\):\(....\):\(....\):\(....\)$/\1\2\3\4/' \
+    /sys/class/infiniband/simhca0/ports/1/gids/0)" -f /tmp/opensm2.log >/dev/null 2>&1 &
+osm2=$!
+sa_ready() { saquery -C simhca0 -c >/dev/null 2>&1; }
+osm2_master() { grep -q "Entering MASTER state" /tmp/opensm2.log 2>/dev/null && sa_ready; }
+check "a fresh OpenSM is master" wait_until 60 osm2_master
+check "... and keeps simhca1's new LID" lid_is "$new_lid"
 localsad_lid() { [[ $(stat_of "['port']['lid']") == "$1" ]]; }
-check "localsad follows it too" wait_until 10 localsad_lid "$new_lid"
+check "localsad follows the new LID" wait_until 30 localsad_lid "$new_lid"
+check "the redirect is in force at the new LID" \
+    wait_until $(((PROBE_MS + 999) / 1000 + 5)) state_is redirect
 pr3=$(stat_of "['pr_requests']")
 rd3=$(redir 5)
 fb3=$(redir 6)
+m=$(master_pr "${DESTS[0]}")
 r=$(op path "${DESTS[0]}")
-check "path after the LID change resolves ($r)" grep -q '^status=0 ' <<<"$r"
-check "... served by localsad at the new LID ($pr3 -> $(stat_of "['pr_requests']"))" \
+check "path from the new LID equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... its SLID is the new LID" grep -q " slid=$new_lid " <<<"$r"
+check "... served by localsad ($pr3 -> $(stat_of "['pr_requests']"))" \
     test "$(stat_of "['pr_requests']")" -gt "$pr3"
 check "... redirected, no fallback" test "$(redir 5)" -gt "$rd3" -a "$(redir 6)" = "$fb3"
+kill "$osm2" 2>/dev/null
 check "localsad still running" kill -0 "$DAEMON"
 ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; echo "--- $RDBG"; cat "$RDBG"; }
 finish
