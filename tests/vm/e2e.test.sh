@@ -48,9 +48,11 @@ start_localsad() {
     DAEMON=$!
 }
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
+# stat_of KEY: one of localsad's counters (stats prints one "key": value per line; no
+# python here, its start-up costs a second under TCG)
 stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
-    python3 -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
-preloaded() { [[ $(stat_of "['preload_state']" 2>/dev/null) == "done" ]]; }
+    sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
+preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
 # the master's answer (localsactl straight to the SM LID from simhca1): the record's fields
 master_pr() {
     timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "$1" --reversible 1 \
@@ -96,8 +98,8 @@ check "three destinations from the master's table (${DESTS[*]})" test "${#DESTS[
 if [[ $KIND == stock ]]; then
     # ---------------------------------------------------------------- control: stock ib_core
     check "stock ib_core: no sa_redirect parameter" test ! -e /sys/module/ib_core/parameters/sa_redirect
-    pr0=$(stat_of "['pr_requests']")
-    px0=$(stat_of "['proxied_requests']")
+    pr0=$(stat_of pr_requests)
+    px0=$(stat_of proxied_requests)
     for d in "${DESTS[@]}"; do
         m=$(master_pr "$d")
         r=$(op path "$d")
@@ -111,8 +113,8 @@ if [[ $KIND == stock ]]; then
     r=$(op leave "$MGID")
     check "leave $MGID ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
     check "... the master no longer has the group" wait_until 10 no_member "$MGID"
-    eq "localsad saw no kernel PathRecord query" "$pr0" "$(stat_of "['pr_requests']")"
-    eq "localsad proxied no kernel query" "$px0" "$(stat_of "['proxied_requests']")"
+    eq "localsad saw no kernel PathRecord query" "$pr0" "$(stat_of pr_requests)"
+    eq "localsad proxied no kernel query" "$px0" "$(stat_of proxied_requests)"
     check "localsad still running" kill -0 "$DAEMON"
     ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; }
     finish
@@ -130,7 +132,7 @@ check "the redirect is in force once localsad runs" wait_until $((PROBE_MS / 100
 eq "simhca0 is not redirected" off "$(awk '$1 == "simhca0" { print $4 }' "$RDBG")"
 
 # --- paths and routes through localsad equal the master's
-pr0=$(stat_of "['pr_requests']")
+pr0=$(stat_of pr_requests)
 rd0=$(redir 5)
 fb0=$(redir 6)
 for d in "${DESTS[@]}"; do
@@ -141,33 +143,33 @@ for d in "${DESTS[@]}"; do
     check "route to $d through localsad equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
 done
 n=$((2 * ${#DESTS[@]}))
-check "localsad served the kernel's $n PathRecord queries ($pr0 -> $(stat_of "['pr_requests']"))" \
-    test "$(stat_of "['pr_requests']")" -ge $((pr0 + n))
+check "localsad served the kernel's $n PathRecord queries ($pr0 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -ge $((pr0 + n))
 check "ib_sa redirected them ($rd0 -> $(redir 5))" test "$(redir 5)" -ge $((rd0 + n))
 eq "none fell back to the SM" "$fb0" "$(redir 6)"
-up0=$(stat_of "['upstream_requests']")
-pr1=$(stat_of "['pr_requests']")
+up0=$(stat_of upstream_requests)
+pr1=$(stat_of pr_requests)
 for d in "${DESTS[@]}"; do
     op path "$d" >/dev/null
     r=$(op route "$d")
 done
-check "repeats served by localsad ($pr1 -> $(stat_of "['pr_requests']"))" \
-    test "$(stat_of "['pr_requests']")" -ge $((pr1 + n))
-eq "repeats did not reach the master (upstream_requests)" "$up0" "$(stat_of "['upstream_requests']")"
+check "repeats served by localsad ($pr1 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -ge $((pr1 + n))
+eq "repeats did not reach the master (upstream_requests)" "$up0" "$(stat_of upstream_requests)"
 echo "     route through localsad, cached: elapsed_ms=$(elapsed_of "$r")"
 
 # --- joins through localsad's proxy
-px0=$(stat_of "['proxied_requests']")
+px0=$(stat_of proxied_requests)
 r=$(op join "$MGID")
 check "join $MGID through localsad ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
-check "... proxied by localsad ($px0 -> $(stat_of "['proxied_requests']"))" \
-    test "$(stat_of "['proxied_requests']")" -gt "$px0"
+check "... proxied by localsad ($px0 -> $(stat_of proxied_requests))" \
+    test "$(stat_of proxied_requests)" -gt "$px0"
 check "... the master has simhca1 ($OWN_GID) as member" wait_until 10 member_is "$MGID" "$OWN_GID"
-px1=$(stat_of "['proxied_requests']")
+px1=$(stat_of proxied_requests)
 r=$(op leave "$MGID")
 check "leave $MGID ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
 check "... the master no longer has the group" wait_until 10 no_member "$MGID"
-check "... the leave was proxied by localsad" test "$(stat_of "['proxied_requests']")" -gt "$px1"
+check "... the leave was proxied by localsad" test "$(stat_of proxied_requests)" -gt "$px1"
 eq "no fallback to the SM so far" "$fb0" "$(redir 6)"
 
 # --- localsad stopped (SIGSTOP): the target does not answer, the query goes to the SM after
@@ -225,13 +227,13 @@ t=$(now_ms)
 check "the redirect resumes within one probe period (${PROBE_MS} ms)" \
     wait_until $(((PROBE_MS + 999) / 1000)) state_is redirect
 echo "     redirect resumed $(($(now_ms) - t)) ms after localsad answered its control socket"
-pr2=$(stat_of "['pr_requests']")
+pr2=$(stat_of pr_requests)
 rd2=$(redir 5)
 m=$(master_pr "${DESTS[2]}")
 r=$(op route "${DESTS[2]}")
 check "route after the restart equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
-check "... served by localsad again ($pr2 -> $(stat_of "['pr_requests']"))" \
-    test "$(stat_of "['pr_requests']")" -gt "$pr2"
+check "... served by localsad again ($pr2 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -gt "$pr2"
 check "... redirected ($rd2 -> $(redir 5))" test "$(redir 5)" -gt "$rd2"
 
 # --- LID change of simhca1 (ibsim Baselid): the redirect follows the port's LID at once.
@@ -256,19 +258,19 @@ sa_ready() { saquery -C simhca0 -c >/dev/null 2>&1; }
 osm2_master() { grep -q "Entering MASTER state" /tmp/opensm2.log 2>/dev/null && sa_ready; }
 check "a fresh OpenSM is master" wait_until 60 osm2_master
 check "... and keeps simhca1's new LID" lid_is "$new_lid"
-localsad_lid() { [[ $(stat_of "['port']['lid']") == "$1" ]]; }
+localsad_lid() { [[ $(stat_of lid) == "$1" ]]; }
 check "localsad follows the new LID" wait_until 30 localsad_lid "$new_lid"
 check "the redirect is in force at the new LID" \
     wait_until $(((PROBE_MS + 999) / 1000 + 5)) state_is redirect
-pr3=$(stat_of "['pr_requests']")
+pr3=$(stat_of pr_requests)
 rd3=$(redir 5)
 fb3=$(redir 6)
 m=$(master_pr "${DESTS[0]}")
 r=$(op path "${DESTS[0]}")
 check "path from the new LID equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
 check "... its SLID is the new LID" grep -q " slid=$new_lid " <<<"$r"
-check "... served by localsad ($pr3 -> $(stat_of "['pr_requests']"))" \
-    test "$(stat_of "['pr_requests']")" -gt "$pr3"
+check "... served by localsad ($pr3 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -gt "$pr3"
 check "... redirected, no fallback" test "$(redir 5)" -gt "$rd3" -a "$(redir 6)" = "$fb3"
 kill "$osm2" 2>/dev/null
 check "localsad still running" kill -0 "$DAEMON"
