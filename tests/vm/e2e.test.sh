@@ -115,6 +115,12 @@ if [[ $KIND == stock ]]; then
     check "... the master no longer has the group" wait_until 10 no_member "$MGID"
     eq "localsad saw no kernel PathRecord query" "$pr0" "$(stat_of pr_requests)"
     eq "localsad proxied no kernel query" "$px0" "$(stat_of proxied_requests)"
+    # unloading leaves the groups still joined
+    r=$(op join "$MGID2")
+    check "join $MGID2 ($r)" wait_until 10 member_is "$MGID2" "$OWN_GID"
+    check "localsa_test unloads with a group joined" rmmod localsa_test
+    check "... and the master no longer has the group" wait_until 10 no_member "$MGID2"
+    check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
     check "localsad still running" kill -0 "$DAEMON"
     ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; }
     finish
@@ -274,5 +280,8 @@ check "... served by localsad ($pr3 -> $(stat_of pr_requests))" \
 check "... redirected, no fallback" test "$(redir 5)" -gt "$rd3" -a "$(redir 6)" = "$fb3"
 kill "$osm2" 2>/dev/null
 check "localsad still running" kill -0 "$DAEMON"
+check "localsa_test unloads" rmmod localsa_test
+check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
+
 ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; echo "--- $RDBG"; cat "$RDBG"; }
 finish
