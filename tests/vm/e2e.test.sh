@@ -43,6 +43,7 @@ MGID2=ff12:1e2e::2
 cd /tmp
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+section() { echo "--- $* (guest time ${SECONDS} s)"; }
 start_localsad() {
     "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" >>/tmp/localsad.log 2>&1 &
     DAEMON=$!
@@ -97,6 +98,7 @@ check "three destinations from the master's table (${DESTS[*]})" test "${#DESTS[
 
 if [[ $KIND == stock ]]; then
     # ---------------------------------------------------------------- control: stock ib_core
+    section "control: stock ib_core"
     check "stock ib_core: no sa_redirect parameter" test ! -e /sys/module/ib_core/parameters/sa_redirect
     pr0=$(stat_of pr_requests)
     px0=$(stat_of proxied_requests)
@@ -138,6 +140,7 @@ check "the redirect is in force once localsad runs" wait_until $((PROBE_MS / 100
 eq "simhca0 is not redirected" off "$(awk '$1 == "simhca0" { print $4 }' "$RDBG")"
 
 # --- paths and routes through localsad equal the master's
+section "paths and routes through localsad"
 pr0=$(stat_of pr_requests)
 rd0=$(redir 5)
 fb0=$(redir 6)
@@ -165,6 +168,7 @@ eq "repeats did not reach the master (upstream_requests)" "$up0" "$(stat_of upst
 echo "     route through localsad, cached: elapsed_ms=$(elapsed_of "$r")"
 
 # --- joins through localsad's proxy
+section "joins through localsad"
 px0=$(stat_of proxied_requests)
 r=$(op join "$MGID")
 check "join $MGID through localsad ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
@@ -180,6 +184,7 @@ eq "no fallback to the SM so far" "$fb0" "$(redir 6)"
 
 # --- localsad stopped (SIGSTOP): the target does not answer, the query goes to the SM after
 #     sa_redirect_timeout_ms
+section "localsad stopped"
 kill -STOP "$DAEMON"
 fb1=$(redir 6)
 m=$(master_pr "${DESTS[0]}")
@@ -200,6 +205,7 @@ echo "     redirect resumed $(($(now_ms) - t)) ms after SIGCONT"
 
 # --- kill -9 localsad: nobody serves the SA class on the port, the MAD layer refuses the
 #     query at once and it goes to the SM
+section "localsad killed"
 kill -9 "$DAEMON"
 wait "$DAEMON" 2>/dev/null
 fb1=$(redir 6)
@@ -227,6 +233,7 @@ check "... the master no longer has the group" wait_until 10 no_member "$MGID2"
 eq "... all straight to the SM (no further fallback)" $((fb1 + 1)) "$(redir 6)"
 
 # --- localsad restarted: the next probe finds it
+section "localsad restarted"
 start_localsad
 check "localsad restarted" wait_until 30 preloaded
 t=$(now_ms)
@@ -246,6 +253,7 @@ check "... redirected ($rd2 -> $(redir 5))" test "$(redir 5)" -gt "$rd2"
 # The running OpenSM has no route to the new LID (answers to it are lost) and gives the
 # port its old LID back at its next sweep, so a fresh OpenSM takes over the fabric as it
 # is: it keeps the LIDs it finds, routes the new one, and the queries can follow it.
+section "LID change"
 new_lid=$((OWN_LID + 100))
 echo "Baselid \"H1\"[1] $new_lid" >"$VM_FABRIC_DIR/ibsim.in"
 lid_is() { [[ $(port_lid 1) == "$1" ]]; }
@@ -279,6 +287,7 @@ check "... served by localsad ($pr3 -> $(stat_of pr_requests))" \
     test "$(stat_of pr_requests)" -gt "$pr3"
 check "... redirected, no fallback" test "$(redir 5)" -gt "$rd3" -a "$(redir 6)" = "$fb3"
 kill "$osm2" 2>/dev/null
+section "unload"
 check "localsad still running" kill -0 "$DAEMON"
 check "localsa_test unloads" rmmod localsa_test
 check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
