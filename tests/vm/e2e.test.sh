@@ -99,7 +99,13 @@ members_at_master() {
         sed -n 's/^[[:space:]]*PortGid[.]*\(.*\)$/\1/p'
 }
 member_is() { [[ $(members_at_master "$1") == "$2" ]]; }
-no_member() { [[ -z $(members_at_master "$1") ]]; }
+# the group is gone: the master's table of groups (one record per group for an untrusted
+# requester) answers, with OpenSM's own IPoIB broadcast group, and does not list MGID
+no_member() {
+    local all
+    all=$(timeout 10 saquery -C simhca1 MCMR 2>/dev/null)
+    grep -q 'MGID[.]*ff12:401b:ffff::ffff:ffff$' <<<"$all" && ! grep -q "MGID[.]*$1\$" <<<"$all"
+}
 
 check "localsa_test loads (modprobe)" modprobe localsa_test
 check "localsa_test's debugfs files" test -w "$DBG/path" -a -w "$DBG/route" -a -w "$DBG/join" -a -w "$DBG/leave"
@@ -111,12 +117,16 @@ TIMEOUT_MS=$(cat /sys/module/localsa_test/parameters/timeout_ms)
 start_localsad
 check "localsad serves simhca1 (preload done)" wait_until 30 preloaded
 
-# destinations: other ports of the fabric, from the master's table of paths from simhca1
-# (no process substitution: the guest has no /dev/fd)
-dests=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table |
-    sed -n 's/.* dgid=\(.*\)$/\1/p' | grep -vx "$OWN_GID" | grep -vx "fe80::10:1" | head -n 3)
-mapfile -t DESTS <<<"$dests"
-check "three destinations from the master's table (${DESTS[*]})" test "${#DESTS[@]}" -eq 3
+# destinations: the hosts H2, H3, H4 (their LIDs from the master, their GIDs from the master's
+# table of paths from simhca1)
+table=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table)
+DESTS=()
+for h in H2 H3 H4; do
+    lid=$(timeout 10 saquery -C simhca1 -L "$h" 2>/dev/null | awk 'NR == 1 { print $1 }')
+    g=$(sed -n "s/^dlid=$lid .* dgid=\(.*\)\$/\1/p" <<<"$table" | head -n 1)
+    [[ -n $lid && -n $g ]] && DESTS+=("$g")
+done
+check "destinations: the hosts H2, H3, H4 (${DESTS[*]})" test "${#DESTS[@]}" -eq 3
 
 if [[ $KIND == stock ]]; then
     # ---------------------------------------------------------------- control: stock ib_core
