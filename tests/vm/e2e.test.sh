@@ -42,7 +42,6 @@ MGID=ff12:1e2e::1
 MGID2=ff12:1e2e::2
 cd /tmp
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 section() { echo "--- $* (guest time ${SECONDS} s)"; }
 # Kernel-log timestamps (ms) time the resume of the redirect on the kernel's own clock: mark
 # writes a line into the kernel log, kmsg_ms gives the time of the last line matching.
@@ -249,10 +248,8 @@ check "... the first one within the caller's timeout + sa_redirect_timeout_ms ($
 eq "... it fell back to the SM once" $((fb1 + 1)) "$(redir 6)"
 eq "... the port now queries the SM" fallback "$(redir 4)"
 m=$(master_pr "${DESTS[2]}")
-t=$(now_ms)
 r=$(op path "${DESTS[2]}")
-t=$(($(now_ms) - t))
-check "path still resolves, equal to the master's ($r, $t ms wall time)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "path still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
 r=$(op route "${DESTS[2]}")
 check "route at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" test "$(elapsed_of "$r")" -lt "$REDIR_MS"
 r=$(op join "$MGID2")
