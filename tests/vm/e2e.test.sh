@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# vm test, end to end: unchanged kernel consumers (localsa_test.ko: ib_sa_path_rec_get,
+# rdma_cm AF_IB route resolution, ib_sa_join_multicast) get their answers through localsad
+# on simhca1 with ib_core.sa_redirect=simhca1:1=self, and still work when localsad dies.
+# Two boots of kernel line $1:
+#   patched ib_core: paths and routes equal the master's and are served by localsad (repeats
+#     never reach the master); joins and leaves go through localsad's proxy and show at the
+#     master; kill -9 localsad -> fail-open (first query within the caller's timeout plus
+#     sa_redirect_timeout_ms); localsad restarted -> redirect back within one probe period;
+#     LID change of simhca1 (ibsim Baselid) -> the redirect follows the new LID;
+#   stock ib_core (control): the same consumers talk to the master, localsad sees nothing.
+# A multi-record GetTable through localsad (RMPP both ways) is checked by localsad.test.sh.
+# Usage: tests/vm/e2e.test.sh 6.1|6.12
+set -euo pipefail
+if [[ ${1:-} != --guest ]]; then
+    LINE=${1:?usage: $0 6.1|6.12}
+    cd "$(dirname "$0")/../.."
+    t0=$SECONDS
+    rc=0
+    echo "=== e2e $LINE: patched ib_core, sa_redirect=simhca1:1=self"
+    bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout 400 \
+        --modparam 'ib_core:sa_redirect=simhca1:1=self' \
+        -- bash tests/vm/e2e.test.sh --guest patched || rc=1
+    t1=$SECONDS
+    echo "=== e2e $LINE: stock ib_core (control)"
+    bash scripts/vm run --kernel "$LINE" --stock --sm H0 --hca H1 --timeout 300 \
+        -- bash tests/vm/e2e.test.sh --guest stock || rc=1
+    echo "e2e $LINE: patched boot $((t1 - t0)) s, stock boot $((SECONDS - t1)) s, total $((SECONDS - t0)) s"
+    exit $rc
+fi
+KIND=${2:?patched or stock}
+# every step is a check: a failing command must not end the run before the report
+set +e
+# shellcheck source=tests/vm/lib/vm-checks.sh
+. "$(dirname "$0")/lib/vm-checks.sh"
+
+BIN=${LOCALSA_BUILD:-$PWD/build}/bin
+CTL=/tmp/localsad.sock
+DBG=/sys/kernel/debug/localsa_test
+RDBG=/sys/kernel/debug/ib_sa_redirect
+MGID=ff12:1e2e::1
+MGID2=ff12:1e2e::2
+cd /tmp
+
+section() { echo "--- $* (guest time ${SECONDS} s)"; }
+# Kernel-log timestamps (ms) time the resume of the redirect on the kernel's own clock: mark
+# writes a line into the kernel log, kmsg_ms gives the time of the last line matching.
+mark() { echo "localsa e2e: $*" >/dev/kmsg; }
+kmsg_ms() {
+    local t
+    t=$(dmesg | grep -- "$1" | tail -n 1 | sed -n 's/^\[ *\([0-9]*\)\.\([0-9]\{3\}\).*/\1\2/p')
+    [[ -n $t ]] && echo $((10#$t))
+}
+RESUMED="simhca1: port 1: SA redirect target LID .* answers, redirect resumed"
+resume_count() { dmesg | grep -c -- "$RESUMED"; }
+# check_resume EVENT N0 [SLACK_MS]: the redirect resumes after the kernel-log mark EVENT,
+# within one probe period plus the probe's own wait for the answer (sa_redirect_timeout_ms)
+# plus SLACK_MS (the time localsad takes to start)
+check_resume() {
+    check "the redirect resumes" wait_until $((PROBE_MS / 1000 + 5)) state_is redirect
+    check "... logged by the kernel" test "$(resume_count)" -gt "$2"
+    local t0 t1 slack=${3:-0}
+    t0=$(kmsg_ms "localsa e2e: $1")
+    t1=$(kmsg_ms "$RESUMED")
+    check "... $((t1 - t0)) ms after $1: within one probe period ($PROBE_MS + $REDIR_MS + $slack ms)" \
+        test -n "$t0" -a -n "$t1" -a $((t1 - t0)) -le $((PROBE_MS + REDIR_MS + slack))
+}
+start_localsad() {
+    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" >>/tmp/localsad.log 2>&1 &
+    DAEMON=$!
+}
+trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
+# stat_of KEY: one of localsad's counters (stats prints one "key": value per line; no
+# python here, its start-up costs a second under TCG)
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+    sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
+preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
+# the master's answer (localsactl straight to the SM LID from simhca1): the record's fields
+master_pr() {
+    timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "$1" --reversible 1 \
+        --numb-path 1 | sed -n 's/^\(dlid=.* pkey=0x[0-9a-f]*\) .*/\1/p'
+}
+# run a localsa_test operation: op DEV_PORT_GID; prints the result line
+op() {
+    echo "simhca1 1 $2" >"$DBG/$1" || { echo "status=write-failed"; return 0; }
+    cat "$DBG/$1"
+}
+fields() { sed -n 's/^status=0 \(dlid=.* pkey=0x[0-9a-f]*\).*/\1/p' <<<"$1"; }
+elapsed_of() { sed -n 's/.*elapsed_ms=\([0-9]*\).*/\1/p' <<<"$1"; }
+# column N of simhca1's line in /sys/kernel/debug/ib_sa_redirect
+# (device port target state redirected fallen_back probed)
+redir() { awk -v n="$1" '$1 == "simhca1" { print $n }' "$RDBG"; }
+state_is() { [[ $(redir 4) == "$1" ]]; }
+# member port GIDs of MGID at the master (saquery from simhca1 goes to the SM LID; OpenSM
+# shows the members' PortGIDs only to a trusted requester: its default SA key, 1)
+members_at_master() {
+    timeout 10 saquery --smkey 1 -C simhca1 MCMR --mgid "$1" 2>/dev/null |
+        sed -n 's/^[[:space:]]*PortGid[.]*\(.*\)$/\1/p'
+}
+member_is() { [[ $(members_at_master "$1") == "$2" ]]; }
+# the group is gone: the master's table of groups (one record per group for an untrusted
+# requester) answers, with OpenSM's own IPoIB broadcast group, and does not list MGID
+no_member() {
+    local all
+    all=$(timeout 10 saquery -C simhca1 MCMR 2>/dev/null)
+    grep -q 'MGID[.]*ff12:401b:ffff::ffff:ffff$' <<<"$all" && ! grep -q "MGID[.]*$1\$" <<<"$all"
+}
+
+check "localsa_test loads (modprobe)" modprobe localsa_test
+check "localsa_test's debugfs files" test -w "$DBG/path" -a -w "$DBG/route" -a -w "$DBG/join" -a -w "$DBG/leave"
+OWN_LID=$(port_lid 1)
+OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' \
+    "$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)")
+TIMEOUT_MS=$(cat /sys/module/localsa_test/parameters/timeout_ms)
+
+start_localsad
+check "localsad serves simhca1 (preload done)" wait_until 30 preloaded
+
+# destinations: the hosts H2, H3, H4 (their LIDs from the master, their GIDs from the master's
+# table of paths from simhca1)
+table=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table)
+DESTS=()
+for h in H2 H3 H4; do
+    lid=$(timeout 10 saquery -C simhca1 -L "$h" 2>/dev/null | awk 'NR == 1 { print $1 }')
+    g=$(sed -n "s/^dlid=$lid .* dgid=\(.*\)\$/\1/p" <<<"$table" | head -n 1)
+    [[ -n $lid && -n $g ]] && DESTS+=("$g")
+done
+check "destinations: the hosts H2, H3, H4 (${DESTS[*]})" test "${#DESTS[@]}" -eq 3
+
+if [[ $KIND == stock ]]; then
+    # ---------------------------------------------------------------- control: stock ib_core
+    section "control: stock ib_core"
+    check "stock ib_core: no sa_redirect parameter" test ! -e /sys/module/ib_core/parameters/sa_redirect
+    pr0=$(stat_of pr_requests)
+    px0=$(stat_of proxied_requests)
+    for d in "${DESTS[@]}"; do
+        m=$(master_pr "$d")
+        r=$(op path "$d")
+        check "path to $d equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+        r=$(op route "$d")
+        check "route to $d equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+    done
+    r=$(op join "$MGID")
+    check "join $MGID ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+    check "... the master has simhca1 as member" wait_until 10 member_is "$MGID" "$OWN_GID"
+    r=$(op leave "$MGID")
+    check "leave $MGID ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+    check "... the master no longer has the group" wait_until 10 no_member "$MGID"
+    eq "localsad saw no kernel PathRecord query" "$pr0" "$(stat_of pr_requests)"
+    eq "localsad proxied no kernel query" "$px0" "$(stat_of proxied_requests)"
+    # unloading leaves the groups still joined
+    r=$(op join "$MGID2")
+    check "join $MGID2 ($r)" wait_until 10 member_is "$MGID2" "$OWN_GID"
+    check "localsa_test unloads with a group joined" rmmod localsa_test
+    check "... and the master no longer has the group" wait_until 10 no_member "$MGID2"
+    check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
+    check "localsad still running" kill -0 "$DAEMON"
+    ((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; }
+    finish
+    exit 0
+fi
+
+# -------------------------------------------------------------------- patched ib_core
+eq "sa_redirect in force" "simhca1:1=self" "$(cat /sys/module/ib_core/parameters/sa_redirect)"
+PROBE_MS=$(cat /sys/module/ib_core/parameters/sa_redirect_probe_ms)
+REDIR_MS=$(cat /sys/module/ib_core/parameters/sa_redirect_timeout_ms)
+eq "simhca1's SA target is its own LID" "$(printf '0x%x' "$OWN_LID")" "$(redir 3)"
+# ib_sa's ClassPortInfo query at port activation found no localsad and fell back; the next
+# probe finds localsad
+check "the redirect is in force once localsad runs" wait_until $((PROBE_MS / 1000 + 5)) state_is redirect
+eq "simhca0 is not redirected" off "$(awk '$1 == "simhca0" { print $4 }' "$RDBG")"
+
+# --- paths and routes through localsad equal the master's
+section "paths and routes through localsad"
+pr0=$(stat_of pr_requests)
+rd0=$(redir 5)
+fb0=$(redir 6)
+for d in "${DESTS[@]}"; do
+    m=$(master_pr "$d")
+    r=$(op path "$d")
+    check "path to $d through localsad equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+    r=$(op route "$d")
+    check "route to $d through localsad equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+done
+n=$((2 * ${#DESTS[@]}))
+check "localsad served the kernel's $n PathRecord queries ($pr0 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -ge $((pr0 + n))
+check "ib_sa redirected them ($rd0 -> $(redir 5))" test "$(redir 5)" -ge $((rd0 + n))
+eq "none fell back to the SM" "$fb0" "$(redir 6)"
+up0=$(stat_of upstream_requests)
+pr1=$(stat_of pr_requests)
+for d in "${DESTS[@]}"; do
+    op path "$d" >/dev/null
+    r=$(op route "$d")
+done
+check "repeats served by localsad ($pr1 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -ge $((pr1 + n))
+eq "repeats did not reach the master (upstream_requests)" "$up0" "$(stat_of upstream_requests)"
+echo "     route through localsad, cached: elapsed_ms=$(elapsed_of "$r")"
+
+# --- joins through localsad's proxy
+section "joins through localsad"
+px0=$(stat_of proxied_requests)
+r=$(op join "$MGID")
+check "join $MGID through localsad ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+check "... proxied by localsad ($px0 -> $(stat_of proxied_requests))" \
+    test "$(stat_of proxied_requests)" -gt "$px0"
+check "... the master has simhca1 ($OWN_GID) as member" wait_until 10 member_is "$MGID" "$OWN_GID"
+px1=$(stat_of proxied_requests)
+r=$(op leave "$MGID")
+check "leave $MGID ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+check "... the master no longer has the group" wait_until 10 no_member "$MGID"
+check "... the leave was proxied by localsad" test "$(stat_of proxied_requests)" -gt "$px1"
+eq "no fallback to the SM so far" "$fb0" "$(redir 6)"
+
+# --- localsad stopped (SIGSTOP): the target does not answer, the query goes to the SM after
+#     sa_redirect_timeout_ms
+section "localsad stopped"
+kill -STOP "$DAEMON"
+fb1=$(redir 6)
+m=$(master_pr "${DESTS[0]}")
+r=$(op route "${DESTS[0]}")
+e=$(elapsed_of "$r")
+check "localsad stopped: route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... after the target's timeout, within the caller's ($REDIR_MS <= $e <= $TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "$e" -ge "$REDIR_MS" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
+eq "... it fell back to the SM once" $((fb1 + 1)) "$(redir 6)"
+r=$(op route "${DESTS[0]}")
+check "the next one goes to the SM at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" \
+    test "$(elapsed_of "$r")" -lt "$REDIR_MS"
+n0=$(resume_count)
+kill -CONT "$DAEMON"
+mark "localsad continued"
+check_resume "localsad continued" "$n0"
+
+# --- kill -9 localsad: nobody serves the SA class on the port, the MAD layer refuses the
+#     query at once and it goes to the SM
+section "localsad killed"
+kill -9 "$DAEMON"
+wait "$DAEMON" 2>/dev/null
+fb1=$(redir 6)
+m=$(master_pr "${DESTS[1]}")
+r=$(op route "${DESTS[1]}")
+e=$(elapsed_of "$r")
+check "localsad killed: route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... the first one within the caller's timeout + sa_redirect_timeout_ms ($e <= $TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
+eq "... it fell back to the SM once" $((fb1 + 1)) "$(redir 6)"
+eq "... the port now queries the SM" fallback "$(redir 4)"
+m=$(master_pr "${DESTS[2]}")
+r=$(op path "${DESTS[2]}")
+check "path still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+r=$(op route "${DESTS[2]}")
+check "route at master speed (elapsed_ms $(elapsed_of "$r") < $REDIR_MS)" test "$(elapsed_of "$r")" -lt "$REDIR_MS"
+r=$(op join "$MGID2")
+check "join still works ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+check "... the master has simhca1 as member" wait_until 10 member_is "$MGID2" "$OWN_GID"
+r=$(op leave "$MGID2")
+check "... and leave ($r)" grep -q '^status=0 mlid=[1-9]' <<<"$r"
+check "... the master no longer has the group" wait_until 10 no_member "$MGID2"
+eq "... all straight to the SM (no further fallback)" $((fb1 + 1)) "$(redir 6)"
+
+# --- localsad restarted: the next probe finds it
+section "localsad restarted"
+n0=$(resume_count)
+mark "localsad started"
+start_localsad
+answers() { [[ -n $(stat_of pr_requests) ]]; }
+check "localsad restarted" wait_until 30 answers
+mark "localsad answers"
+up=$(($(kmsg_ms "localsa e2e: localsad answers") - $(kmsg_ms "localsa e2e: localsad started")))
+echo "     localsad answered its control socket $up ms after it was started"
+check "... preloads again" wait_until 30 preloaded
+check_resume "localsad started" "$n0" "$up"
+pr2=$(stat_of pr_requests)
+rd2=$(redir 5)
+m=$(master_pr "${DESTS[2]}")
+r=$(op route "${DESTS[2]}")
+check "route after the restart equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... served by localsad again ($pr2 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -gt "$pr2"
+check "... redirected ($rd2 -> $(redir 5))" test "$(redir 5)" -gt "$rd2"
+
+# --- LID change of simhca1 (ibsim Baselid): the redirect follows the port's LID at once.
+# The running OpenSM has no route to the new LID (answers to it are lost) and gives the
+# port its old LID back at its next sweep, so a fresh OpenSM takes over the fabric as it
+# is: it keeps the LIDs it finds, routes the new one, and the queries can follow it.
+section "LID change"
+new_lid=$((OWN_LID + 100))
+echo "Baselid \"H1\"[1] $new_lid" >"$VM_FABRIC_DIR/ibsim.in"
+lid_is() { [[ $(port_lid 1) == "$1" ]]; }
+check "simhca1's LID follows Baselid ($OWN_LID -> $new_lid)" wait_until 15 lid_is "$new_lid"
+target_is() { [[ $(redir 3) == "$1" ]]; }
+check "the SA target follows the port's LID ($(printf '0x%x' "$new_lid"))" \
+    wait_until 5 target_is "$(printf '0x%x' "$new_lid")"
+kill "$VM_OPENSM_PID"
+osm_gone() { ! kill -0 "$VM_OPENSM_PID" 2>/dev/null; }
+check "the first OpenSM exits" wait_until 20 osm_gone
+mkdir -p /tmp/osm2
+OSM_TMP_DIR=/tmp/osm2 OSM_CACHE_DIR=/tmp/osm2 opensm -g 0x"$(sed 's/^.*:\(....\):\(....\):\(....\):\(....\)$/\1\2\3\4/' \
+    /sys/class/infiniband/simhca0/ports/1/gids/0)" -f /tmp/opensm2.log >/dev/null 2>&1 &
+osm2=$!
+sa_ready() { saquery -C simhca0 -c >/dev/null 2>&1; }
+osm2_master() { grep -q "Entering MASTER state" /tmp/opensm2.log 2>/dev/null && sa_ready; }
+check "a fresh OpenSM is master" wait_until 60 osm2_master
+check "... and keeps simhca1's new LID" lid_is "$new_lid"
+localsad_lid() { [[ $(stat_of lid) == "$1" ]]; }
+check "localsad follows the new LID" wait_until 30 localsad_lid "$new_lid"
+check "the redirect is in force at the new LID" \
+    wait_until $(((PROBE_MS + 999) / 1000 + 5)) state_is redirect
+pr3=$(stat_of pr_requests)
+rd3=$(redir 5)
+fb3=$(redir 6)
+m=$(master_pr "${DESTS[0]}")
+r=$(op path "${DESTS[0]}")
+check "path from the new LID equals the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... its SLID is the new LID" grep -q " slid=$new_lid " <<<"$r"
+check "... served by localsad ($pr3 -> $(stat_of pr_requests))" \
+    test "$(stat_of pr_requests)" -gt "$pr3"
+check "... redirected, no fallback" test "$(redir 5)" -gt "$rd3" -a "$(redir 6)" = "$fb3"
+kill "$osm2" 2>/dev/null
+section "unload"
+check "localsad still running" kill -0 "$DAEMON"
+check "localsa_test unloads" rmmod localsa_test
+check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
+
+((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; echo "--- $RDBG"; cat "$RDBG"; }
+finish
