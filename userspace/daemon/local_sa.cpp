@@ -31,6 +31,14 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
 
 void LocalSa::start() { class_port_info_.refresh(); }
 
+void LocalSa::reconfigure(const LocalSaConfig& config) {
+    config_.upstream = config.upstream;
+    config_.path_record = config.path_record;
+    upstream_.set_config(config.upstream);
+    path_records_.set_config(config.path_record);
+    class_port_info_.set_resp_time_value(own_resp_time_value(config.upstream));
+}
+
 void LocalSa::drop(const transport::InboundMad& in, const char* why) {
     ++counters_.malformed_dropped;
     spdlog::debug("dropped MAD from LID {} ({} bytes): {}", in.from.lid, in.bytes.size(), why);

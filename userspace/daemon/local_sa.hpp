@@ -34,6 +34,9 @@ public:
     void dispatch(const transport::InboundMad& mad);
     // Learns what it needs from the master (ClassPortInfo).
     void start();
+    // Applies new upstream limits and TTLs while running (the cache is kept). The cache size
+    // and SMInfo answering are fixed at construction.
+    void reconfigure(const LocalSaConfig& config);
 
     // Called for every Report from the master (after ReportResp went out), with its TID.
     using ReportHandler = std::function<void(const sa::Notice&, std::uint64_t tid)>;
