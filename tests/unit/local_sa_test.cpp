@@ -110,19 +110,33 @@ TEST_CASE("the cache key is every constrained field, not only the DGID", "[local
 
 TEST_CASE("requests the cache cannot answer for are forwarded and not cached", "[local_sa]") {
     Fixture f;
-    SECTION("another port asks") {
-        for (int i = 0; i < 2; ++i) {
+    SECTION("another port asks: refused, neither answered nor relayed") {
+        // Relayed, the master would answer for this port (its PKeys), not for the asker.
+        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+        f.master_answers(f.transport.take().at(0), 8);
+        f.transport.take();
+        REQUIRE(f.sa->cache().size() == 1);
+        for (int i = 0; i < 2; ++i)
             f.deliver(from_lid(9, path_request(10 + i, 0x100005)));
-            auto sent = f.transport.take();
-            REQUIRE(sent.size() == 1);
-            f.master_answers(sent[0], 8);
-            sent = f.transport.take();
-            REQUIRE(sent.size() == 1);
-            CHECK(sent[0].to.lid == 9);
-            CHECK(mad::tid_of(sent[0].bytes) == 10u + i);
-        }
-        CHECK(f.sa->counters().foreign_requests == 2);
-        CHECK(f.sa->cache().size() == 0);
+        mad::SaMad q; // any other attribute too
+        q.header.method = mad::method::kSet;
+        q.header.attr_id = mad::attr::kInformInfo;
+        q.header.tid = 12;
+        f.deliver(from_lid(9, q.pack()));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().foreign_requests == 3);
+        CHECK(f.sa->counters().foreign_refused == 3);
+        CHECK(f.sa->counters().pr_cache_hits == 0);
+        CHECK(f.sa->counters().proxied_requests == 0);
+    }
+    SECTION("a Report from another port than the master's: not acknowledged, not used") {
+        mad::SaMad r;
+        r.header.method = mad::method::kReport;
+        r.header.attr_id = mad::attr::kNotice;
+        f.deliver(from_lid(9, r.pack()));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().reports_received == 0);
+        CHECK(f.sa->counters().foreign_refused == 1);
     }
     SECTION("an SM_Key is set") {
         auto req = path_request(1, 0x100005);

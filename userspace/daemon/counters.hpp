@@ -31,6 +31,7 @@ namespace localsa {
     X(stray_responses)                                                                             \
     X(stray_rmpp)                                                                                  \
     X(foreign_requests)                                                                            \
+    X(foreign_refused)                                                                             \
     X(send_errors)                                                                                 \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \

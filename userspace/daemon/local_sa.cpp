@@ -24,12 +24,13 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
     : transport_(transport), config_(config), cache_(config.cache_max_entries),
       upstream_(executor, transport, counters_, config.upstream),
       proxy_(upstream_, transport, counters_),
-      path_records_(cache_, preload_, upstream_, proxy_, transport, counters_,
-                    config.path_record),
+      path_records_(cache_, preload_, upstream_, proxy_, transport, counters_, config.path_record),
       class_port_info_(upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)) {}
 
-void LocalSa::start() { class_port_info_.refresh(); }
+void LocalSa::start() {
+    class_port_info_.refresh();
+}
 
 void LocalSa::reconfigure(const LocalSaConfig& config) {
     config_.upstream = config.upstream;
@@ -102,6 +103,13 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
 
 void LocalSa::dispatch_request(const transport::InboundMad& in) {
     const auto m = in.bytes[3];
+    if (const char* why = foreign_reason(in)) {
+        ++counters_.foreign_requests;
+        ++counters_.foreign_refused;
+        spdlog::debug("{} {} from LID {} refused: {}", method_name(m),
+                      attr_name(load_be16(in.bytes, 16)), in.from.lid, why);
+        return;
+    }
     if (in.bytes[2] != kSaClassVersion) {
         ++counters_.bad_version;
         return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));
@@ -125,6 +133,19 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
     default:
         return proxy_.forward(in);
     }
+}
+
+const char* LocalSa::foreign_reason(const transport::InboundMad& in) const {
+    const auto& port = transport_.port();
+    if (in.bytes[3] == method::kReport)
+        return in.from.lid == port.sm_lid ? nullptr : "a Report not from the master";
+    // The master takes the requester of a relayed query to be this port: its answer (PathRecord,
+    // NodeRecord, ... filtered by the PKeys the requester shares) would be this port's, not the
+    // asker's, and an InformInfo would subscribe this port. Neither may reach another port. Its
+    // kernel's sa_redirect falls back to the master when the query goes unanswered.
+    if (!port.owns_lid(in.from.lid))
+        return "the requester is another port";
+    return nullptr;
 }
 
 void LocalSa::handle_report(const transport::InboundMad& in) {
@@ -151,8 +172,8 @@ nlohmann::json LocalSa::stats() const {
     j["upstream_outstanding"] = upstream_.outstanding();
     j["upstream_queued"] = upstream_.queued();
     const auto port = transport_.port();
-    j["port"] = {{"ca", port.ca},         {"port", port.port},     {"lid", port.lid},
-                 {"sm_lid", port.sm_lid}, {"state", port.state},   {"gid", port.gid.str()}};
+    j["port"] = {{"ca", port.ca},         {"port", port.port},   {"lid", port.lid},
+                 {"sm_lid", port.sm_lid}, {"state", port.state}, {"gid", port.gid.str()}};
     return j;
 }
 

@@ -31,7 +31,7 @@ const char* PathRecordService::uncacheable_reason(const transport::InboundMad& i
     if (!port.active())
         return "port not active";
     // The master's answer depends on the requester's port (PKeys, QoS): the cache holds the
-    // answers for this port only.
+    // answers for this port only. (LocalSa refuses other ports before they get here.)
     if (!port.owns_lid(in.from.lid))
         return "requester is another port";
     // A non-zero SM_Key is the master's to judge (it drops a wrong one).
@@ -60,8 +60,6 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         return;
     }
     if (const char* why = uncacheable_reason(in)) {
-        if (!transport_.port().owns_lid(in.from.lid))
-            ++counters_.foreign_requests;
         forward(in, why);
         return;
     }
@@ -126,7 +124,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     if (reply.outcome != upstream::Outcome::Response) {
         if (waiters.empty())
             ++counters_.refresh_failed; // the cached answer stays until it expires
-        return; // the requesters retry, as they would with the master
+        return;                         // the requesters retry, as they would with the master
     }
     const auto& resp = reply.response;
     const bool well_formed = resp.size() >= kSaHeaderSize && resp[1] == mgmt_class::kSubnAdm &&
@@ -143,9 +141,8 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     cache::PathAnswer answer_value;
     answer_value.status = load_be16(resp, 4);
     answer_value.records = std::move(records.bytes);
-    const bool cacheable =
-        records.complete && (answer_value.status == status::kOk ||
-                             answer_value.status == status::kSaNoRecords);
+    const bool cacheable = records.complete && (answer_value.status == status::kOk ||
+                                                answer_value.status == status::kSaNoRecords);
     const auto now = cache::Clock::now();
     const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
     if (answer_value.negative()) {
