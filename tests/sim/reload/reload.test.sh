@@ -31,9 +31,9 @@ for i in 2 3 5 8 13; do q pr --sgid "$OWN_GID" --dlid "${LIDS[$i]}" --lid "$OWN_
 q pr --sgid "$OWN_GID" --dgid fe80::dead:beef --lid "$OWN_LID" >/dev/null
 entries=$(stats_of cache_entries)
 eq "six answers cached (five paths, one NO_RECORDS)" 6 "$entries"
-foreign() { "$FABRIC" run --dir "$WORK/fabric" --node H2 -- "$BIN/localsactl" query pr \
+foreign() { "$FABRIC" run --dir "$WORK/fabric" --node H2 -- "$BIN/localsactl" query pr --timeout-ms 300 \
     --sgid "$OWN_GID" --dlid "${LIDS[3]}" --lid "$OWN_LID" >/dev/null 2>&1; }
-debug_lines() { grep -c 'forwarded: requester is another port' "$WORK/localsad.log"; }
+debug_lines() { grep -c 'refused: the requester is another port' "$WORK/localsad.log"; }
 foreign
 eq "at log level info no debug line" 0 "$(debug_lines)"
 
