@@ -5,7 +5,7 @@
 # sa_flood (depth 16) sends PathRecord Gets to localsad's LID: paths of the table (preload or
 # cache hits) and six LIDs no port has (NO_RECORDS, not remembered: --negative-ttl-ms 0, so each
 # of those goes to the master through the loss). Phases: warm-up without loss, then 1 % and 10 %
-# for LOCALSA_LOSS_SECONDS each (default 20). Checks: every query answered or failed cleanly
+# for LOCALSA_LOSS_SECONDS each (default 15). Checks: every query answered or failed cleanly
 # (answered + timed out = sent, no sa_flood hangs), the relays really dropped, localsad's RSS
 # after the lossy phases within 10 % of its RSS after warm-up, localsad answers afterwards.
 # Prints the number of queries per phase.
@@ -22,7 +22,7 @@ fi
 . "$(dirname "$0")/lib/vm-checks.sh"
 
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
-SECS=${LOCALSA_LOSS_SECONDS:-20}
+SECS=${LOCALSA_LOSS_SECONDS:-15}
 CTL=/tmp/localsad.sock
 cd /tmp
 echo 0 >/tmp/drop-rate
