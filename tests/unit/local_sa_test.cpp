@@ -4,6 +4,7 @@
 #include "daemon/local_sa.hpp"
 #include "daemon/sminfo_responder.hpp"
 #include "sa/class_port_info.hpp"
+#include "sa/inform_info.hpp"
 #include "sa/notice.hpp"
 #include "sa/response.hpp"
 
@@ -157,8 +158,8 @@ TEST_CASE("requests the cache cannot answer for are forwarded and not cached", "
 TEST_CASE("PathRecord errors OpenSM decides alone are answered locally", "[local_sa]") {
     Fixture f;
     SECTION("half a ServiceID") {
-        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kGet,
-                                                 sa::pr_mask::kServiceIdHigh)));
+        f.deliver(from_lid(
+            kOwnLid, path_request(1, 0x100005, mad::method::kGet, sa::pr_mask::kServiceIdHigh)));
         auto sent = f.transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(status_of(sent[0].bytes) == mad::status::kSaInsufficientComponents);
@@ -421,4 +422,33 @@ TEST_CASE("SMInfo is answered as a NOTACTIVE SM of priority 0", "[local_sa][smin
     CHECK((*resp)[70] == 0);
     smp[3] = mad::method::kSet;
     CHECK_FALSE(answer_sminfo(smp, 1));
+}
+
+TEST_CASE("a client's InformInfo Set is denied, never relayed", "[local_sa][inform]") {
+    // Relayed, it would subscribe (or unsubscribe) localsad's own port at the master.
+    Fixture f;
+    for (std::uint8_t subscribe : {1, 0}) {
+        mad::SaMad q;
+        q.header.method = mad::method::kSet;
+        q.header.attr_id = mad::attr::kInformInfo;
+        q.header.tid = 0x70 + subscribe;
+        sa::InformInfo info;
+        info.lid_range_begin = 0xffff;
+        info.is_generic = 1;
+        info.subscribe = subscribe;
+        info.type = 0xffff;
+        info.trap_number = sa::trap::kGidOutOfService;
+        info.qpn = 1;
+        info.pack(q.data);
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kOwnLid);
+        CHECK(sent[0].bytes[3] == mad::method::kGetResp);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaDenied);
+        CHECK(mad::tid_of(sent[0].bytes) == 0x70u + subscribe);
+    }
+    CHECK(f.sa->counters().inform_denied == 2);
+    CHECK(f.sa->counters().proxied_requests == 0);
+    CHECK(f.sa->upstream().outstanding() == 0);
 }

@@ -32,6 +32,7 @@ namespace localsa {
     X(stray_rmpp)                                                                                  \
     X(foreign_requests)                                                                            \
     X(foreign_refused)                                                                             \
+    X(inform_denied)                                                                               \
     X(send_errors)                                                                                 \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \

@@ -26,7 +26,8 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
       proxy_(upstream_, transport, counters_),
       path_records_(cache_, preload_, upstream_, proxy_, transport, counters_, config.path_record),
       class_port_info_(upstream_, proxy_, transport, counters_,
-                       own_resp_time_value(config.upstream)) {}
+                       own_resp_time_value(config.upstream)),
+      inform_info_(transport, counters_) {}
 
 void LocalSa::start() {
     class_port_info_.refresh();
@@ -130,6 +131,10 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
         return path_records_.handle(in);
     case attr::kClassPortInfo:
         return class_port_info_.handle(in);
+    case attr::kInformInfo:
+        if (inform_info_.handle(in))
+            return;
+        return proxy_.forward(in);
     default:
         return proxy_.forward(in);
     }

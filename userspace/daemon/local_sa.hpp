@@ -6,6 +6,7 @@
 #include "daemon/counters.hpp"
 #include "proxy/proxy.hpp"
 #include "sa/class_port_info_service.hpp"
+#include "sa/inform_info_service.hpp"
 #include "sa/notice.hpp"
 #include "sa/path_record_service.hpp"
 #include "transport/transport.hpp"
@@ -71,6 +72,7 @@ private:
     proxy::Proxy proxy_;
     sa::PathRecordService path_records_;
     sa::ClassPortInfoService class_port_info_;
+    sa::InformInfoService inform_info_;
     ReportHandler report_handler_;
 };
 

@@ -166,5 +166,24 @@ bad "port 0" "--port must be between" --port 0 query pr
 bad "unknown command" "unknown command 'frobnicate'" --control "$CTL" frobnicate
 bad "stats with arguments" "stats takes no arguments" --control "$CTL" stats now
 bad "unknown option" "unrecognised option" query pr --frob 1
+# --- InformInfo from a client of this port: denied, never relayed. Relayed, a client's
+# unsubscribe with localsad's parameters removed localsad's own trap 65 subscription at the master
+# (no Report for the next Unlink), and the Reports of a client's subscription go to localsad.
+inform() { # SUBSCRIBE(00|01) TRAP(hex4): InformInfo with localsad's own parameters
+    printf '%032d' 0; printf 'ffff00000000%s%sffff%s0000011200ffffff' 01 "$1" "$2"; }
+st=$(qn H1 sa --attr 0x3 --method set --data "$(inform 00 0041)" --lid "$OWN_LID" | sed -n 's/^status=//p')
+eq "a client's InformInfo unsubscribe (trap 65) through localsad: REQ_DENIED" REQ_DENIED "$st"
+st=$(qn H1 sa --attr 0x3 --method set --data "$(inform 01 0040)" --lid "$OWN_LID" | sed -n 's/^status=//p')
+eq "... and a subscribe (trap 64)" REQ_DENIED "$st"
+eq "... counted" 2 "$(stats_of inform_denied)"
+reports0=$(stats_of reports_received)
+"$FABRIC" cmd --dir "$WORK/fabric" 'Unlink "H2"' >/dev/null
+got_trap65() { grep -q 'Report: trap 65 from LID' "$WORK/localsad.log"; }
+for _ in $(seq 50); do got_trap65 && break; sleep 0.1; done
+check "localsad's own trap 65 subscription is intact: H2 out of service reported" got_trap65
+check "... the cache no longer serves H1 -> H2" \
+    bash -c "! grep -q 'status=OK' <<<\"$(answer H1 pr --sgid "$H1" --dgid "$H2" --lid "$OWN_LID")\""
+"$FABRIC" cmd --dir "$WORK/fabric" 'ReLink "H2"' >/dev/null
+check "Reports counted ($reports0 -> $(stats_of reports_received))" test "$(stats_of reports_received)" -gt "$reports0"
 check "localsad still running" kill -0 "$DAEMON_PID"
 summary
