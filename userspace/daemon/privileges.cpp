@@ -58,10 +58,15 @@ std::string drop_privileges(const std::string& user) {
     // process started without capabilities cannot change it, and with no_new_privs set it can
     // never gain what the bounding set still allows.
     const bool had_capabilities = !capability_sets_empty();
-    for (int cap = 0; had_capabilities && cap <= 63; ++cap)
-        if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
-            ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+    bool bounding_emptied = had_capabilities;
+    for (int cap = 0; bounding_emptied && cap <= 63; ++cap) {
+        if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1 ||
+            ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+            continue;
+        if (errno != EPERM)
             fail("PR_CAPBSET_DROP " + std::to_string(cap));
+        bounding_emptied = false; // started without CAP_SETPCAP: no_new_privs covers it
+    }
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
         fail("PR_CAP_AMBIENT_CLEAR_ALL");
 
@@ -82,8 +87,9 @@ std::string drop_privileges(const std::string& user) {
         errno = EPERM;
         fail("capabilities still present after capset");
     }
-    return std::string(had_capabilities ? "no capabilities (bounding set empty, no_new_privs)"
-                                        : "no capabilities (none held at start, no_new_privs)") +
+    return std::string(bounding_emptied ? "no capabilities (bounding set empty, no_new_privs)"
+                                        : "no capabilities (bounding set kept: no CAP_SETPCAP; "
+                                          "no_new_privs)") +
            ", uid " + std::to_string(::getuid()) + " gid " + std::to_string(::getgid());
 }
 
