@@ -4,6 +4,7 @@
 #include "daemon/local_sa.hpp"
 #include "daemon/sminfo_responder.hpp"
 #include "sa/class_port_info.hpp"
+#include "sa/inform_info.hpp"
 #include "sa/notice.hpp"
 #include "sa/response.hpp"
 
@@ -110,19 +111,33 @@ TEST_CASE("the cache key is every constrained field, not only the DGID", "[local
 
 TEST_CASE("requests the cache cannot answer for are forwarded and not cached", "[local_sa]") {
     Fixture f;
-    SECTION("another port asks") {
-        for (int i = 0; i < 2; ++i) {
+    SECTION("another port asks: refused, neither answered nor relayed") {
+        // Relayed, the master would answer for this port (its PKeys), not for the asker.
+        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
+        f.master_answers(f.transport.take().at(0), 8);
+        f.transport.take();
+        REQUIRE(f.sa->cache().size() == 1);
+        for (int i = 0; i < 2; ++i)
             f.deliver(from_lid(9, path_request(10 + i, 0x100005)));
-            auto sent = f.transport.take();
-            REQUIRE(sent.size() == 1);
-            f.master_answers(sent[0], 8);
-            sent = f.transport.take();
-            REQUIRE(sent.size() == 1);
-            CHECK(sent[0].to.lid == 9);
-            CHECK(mad::tid_of(sent[0].bytes) == 10u + i);
-        }
-        CHECK(f.sa->counters().foreign_requests == 2);
-        CHECK(f.sa->cache().size() == 0);
+        mad::SaMad q; // any other attribute too
+        q.header.method = mad::method::kSet;
+        q.header.attr_id = mad::attr::kInformInfo;
+        q.header.tid = 12;
+        f.deliver(from_lid(9, q.pack()));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().foreign_requests == 3);
+        CHECK(f.sa->counters().foreign_refused == 3);
+        CHECK(f.sa->counters().pr_cache_hits == 0);
+        CHECK(f.sa->counters().proxied_requests == 0);
+    }
+    SECTION("a Report from another port than the master's: not acknowledged, not used") {
+        mad::SaMad r;
+        r.header.method = mad::method::kReport;
+        r.header.attr_id = mad::attr::kNotice;
+        f.deliver(from_lid(9, r.pack()));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().reports_received == 0);
+        CHECK(f.sa->counters().foreign_refused == 1);
     }
     SECTION("an SM_Key is set") {
         auto req = path_request(1, 0x100005);
@@ -143,8 +158,8 @@ TEST_CASE("requests the cache cannot answer for are forwarded and not cached", "
 TEST_CASE("PathRecord errors OpenSM decides alone are answered locally", "[local_sa]") {
     Fixture f;
     SECTION("half a ServiceID") {
-        f.deliver(from_lid(kOwnLid, path_request(1, 0x100005, mad::method::kGet,
-                                                 sa::pr_mask::kServiceIdHigh)));
+        f.deliver(from_lid(
+            kOwnLid, path_request(1, 0x100005, mad::method::kGet, sa::pr_mask::kServiceIdHigh)));
         auto sent = f.transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(status_of(sent[0].bytes) == mad::status::kSaInsufficientComponents);
@@ -447,4 +462,33 @@ TEST_CASE("a GetTable answer of several records is cached whole and served again
     CHECK(sent[0].bytes == expected);
     for (std::size_t i = 0; i < 3; ++i)
         CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56 + 64 * i)).dlid == 8 + i);
+}
+
+TEST_CASE("a client's InformInfo Set is denied, never relayed", "[local_sa][inform]") {
+    // Relayed, it would subscribe (or unsubscribe) localsad's own port at the master.
+    Fixture f;
+    for (std::uint8_t subscribe : {1, 0}) {
+        mad::SaMad q;
+        q.header.method = mad::method::kSet;
+        q.header.attr_id = mad::attr::kInformInfo;
+        q.header.tid = 0x70 + subscribe;
+        sa::InformInfo info;
+        info.lid_range_begin = 0xffff;
+        info.is_generic = 1;
+        info.subscribe = subscribe;
+        info.type = 0xffff;
+        info.trap_number = sa::trap::kGidOutOfService;
+        info.qpn = 1;
+        info.pack(q.data);
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kOwnLid);
+        CHECK(sent[0].bytes[3] == mad::method::kGetResp);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaDenied);
+        CHECK(mad::tid_of(sent[0].bytes) == 0x70u + subscribe);
+    }
+    CHECK(f.sa->counters().inform_denied == 2);
+    CHECK(f.sa->counters().proxied_requests == 0);
+    CHECK(f.sa->upstream().outstanding() == 0);
 }

@@ -393,6 +393,14 @@ void Coherence::poll_port() {
         resync(why);
 }
 
+void Coherence::reconfigure(const CoherenceConfig& config) {
+    config_.refresh_rate = config.refresh_rate;
+    config_.port_poll = config.port_poll;
+    config_.resubscribe_retry = config.resubscribe_retry;
+    config_.preload_period = config.preload_period;
+    config_.preload_validity = config.preload_validity;
+}
+
 void Coherence::add_stats(nlohmann::json& j) const {
     j["subscriptions"] = subscribed_.size();
     j["gids_out_of_service"] = out_of_service_.size();

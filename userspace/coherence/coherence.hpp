@@ -56,6 +56,9 @@ public:
     // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
     void resync(const std::string& why);
     void add_stats(nlohmann::json& stats) const;
+    // Applies a new refresh rate, port poll period and preload period (from the next timer
+    // run); subscribing and preloading on or off are fixed at start.
+    void reconfigure(const CoherenceConfig& config);
 
 private:
     void subscribe_all(bool subscribe);

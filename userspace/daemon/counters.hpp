@@ -31,6 +31,8 @@ namespace localsa {
     X(stray_responses)                                                                             \
     X(stray_rmpp)                                                                                  \
     X(foreign_requests)                                                                            \
+    X(foreign_refused)                                                                             \
+    X(inform_denied)                                                                               \
     X(send_errors)                                                                                 \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \

@@ -34,10 +34,19 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
       path_records_(cache_, preload_, upstream_, proxy_, transport, counters_,
                     with_refresh_grace(config.path_record, config.upstream)),
       class_port_info_(upstream_, proxy_, transport, counters_,
-                       own_resp_time_value(config.upstream)) {}
+                       own_resp_time_value(config.upstream)),
+      inform_info_(transport, counters_) {}
 
 void LocalSa::start() {
     class_port_info_.refresh();
+}
+
+void LocalSa::reconfigure(const LocalSaConfig& config) {
+    config_.upstream = config.upstream;
+    config_.path_record = config.path_record;
+    upstream_.set_config(config.upstream);
+    path_records_.set_config(with_refresh_grace(config.path_record, config.upstream));
+    class_port_info_.set_resp_time_value(own_resp_time_value(config.upstream));
 }
 
 void LocalSa::drop(const transport::InboundMad& in, const char* why) {
@@ -103,6 +112,13 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
 
 void LocalSa::dispatch_request(const transport::InboundMad& in) {
     const auto m = in.bytes[3];
+    if (const char* why = foreign_reason(in)) {
+        ++counters_.foreign_requests;
+        ++counters_.foreign_refused;
+        spdlog::debug("{} {} from LID {} refused: {}", method_name(m),
+                      attr_name(load_be16(in.bytes, 16)), in.from.lid, why);
+        return;
+    }
     if (in.bytes[2] != kSaClassVersion) {
         ++counters_.bad_version;
         return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));
@@ -123,9 +139,26 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
         return path_records_.handle(in);
     case attr::kClassPortInfo:
         return class_port_info_.handle(in);
+    case attr::kInformInfo:
+        if (inform_info_.handle(in))
+            return;
+        return proxy_.forward(in);
     default:
         return proxy_.forward(in);
     }
+}
+
+const char* LocalSa::foreign_reason(const transport::InboundMad& in) const {
+    const auto& port = transport_.port();
+    if (in.bytes[3] == method::kReport)
+        return in.from.lid == port.sm_lid ? nullptr : "a Report not from the master";
+    // The master takes the requester of a relayed query to be this port: its answer (PathRecord,
+    // NodeRecord, ... filtered by the PKeys the requester shares) would be this port's, not the
+    // asker's, and an InformInfo would subscribe this port. Neither may reach another port. Its
+    // kernel's sa_redirect falls back to the master when the query goes unanswered.
+    if (!port.owns_lid(in.from.lid))
+        return "the requester is another port";
+    return nullptr;
 }
 
 void LocalSa::handle_report(const transport::InboundMad& in) {

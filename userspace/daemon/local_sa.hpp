@@ -6,6 +6,7 @@
 #include "daemon/counters.hpp"
 #include "proxy/proxy.hpp"
 #include "sa/class_port_info_service.hpp"
+#include "sa/inform_info_service.hpp"
 #include "sa/notice.hpp"
 #include "sa/path_record_service.hpp"
 #include "transport/transport.hpp"
@@ -34,6 +35,9 @@ public:
     void dispatch(const transport::InboundMad& mad);
     // Learns what it needs from the master (ClassPortInfo).
     void start();
+    // Applies new upstream limits and TTLs while running (the cache is kept). The cache size
+    // and SMInfo answering are fixed at construction.
+    void reconfigure(const LocalSaConfig& config);
 
     // Called for every Report from the master (after ReportResp went out), with its TID.
     using ReportHandler = std::function<void(const sa::Notice&, std::uint64_t tid)>;
@@ -54,6 +58,8 @@ private:
     void dispatch_request(const transport::InboundMad& request);
     void dispatch_smp(const transport::InboundMad& mad);
     void handle_report(const transport::InboundMad& mad);
+    // Why a request must not be served at all (nullptr: it may), see foreign_refused.
+    const char* foreign_reason(const transport::InboundMad& mad) const;
     void drop(const transport::InboundMad& mad, const char* why);
     void reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes);
 
@@ -66,6 +72,7 @@ private:
     proxy::Proxy proxy_;
     sa::PathRecordService path_records_;
     sa::ClassPortInfoService class_port_info_;
+    sa::InformInfoService inform_info_;
     ReportHandler report_handler_;
 };
 

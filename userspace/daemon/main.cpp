@@ -3,6 +3,8 @@
 #include "control/control_server.hpp"
 #include "daemon/local_sa.hpp"
 #include "daemon/options.hpp"
+#include "daemon/privileges.hpp"
+#include "daemon/reload.hpp"
 #include "mad/mad.hpp"
 #include "transport/umad_transport.hpp"
 
@@ -15,6 +17,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <unistd.h>
 
@@ -49,8 +52,7 @@ nlohmann::json dump_cache(const cache::PathCache& cache) {
              {"comp_mask", mask},
              {"status", mad::status_name(answer.status)},
              {"expires_in_ms",
-              std::chrono::duration_cast<std::chrono::milliseconds>(answer.expires - now)
-                  .count()},
+              std::chrono::duration_cast<std::chrono::milliseconds>(answer.expires - now).count()},
              {"records", records}});
     });
     return entries;
@@ -63,6 +65,35 @@ void setup_logging(const DaemonOptions& o) {
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(o.log_level));
     spdlog::set_pattern(o.foreground ? "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v" : "%v");
+}
+
+void reload_configuration(const std::vector<std::string>& args, DaemonOptions& running,
+                          LocalSa& local_sa, coherence::Coherence& coherence) {
+    if (running.config_file.empty()) {
+        spdlog::warn("SIGHUP: no --config file given, nothing to reload");
+        return;
+    }
+    std::vector<const char*> argv;
+    for (const auto& a : args)
+        argv.push_back(a.c_str());
+    ParsedCommandLine parsed;
+    try {
+        parsed = parse_command_line(static_cast<int>(argv.size()), argv.data());
+    } catch (const UsageError& e) {
+        spdlog::error("SIGHUP: configuration {} not reloaded, the running configuration stays: {}",
+                      running.config_file, e.what());
+        return;
+    }
+    if (!parsed.options)
+        return;
+    const auto outcome = apply_reload(running, *parsed.options, local_sa, coherence);
+    for (const auto& change : outcome.applied)
+        spdlog::info("SIGHUP: {}", change);
+    for (const auto& change : outcome.need_restart)
+        spdlog::warn("SIGHUP: {} changed but applies only at start (kept until restart)", change);
+    spdlog::info("SIGHUP: configuration {} reloaded ({} changes applied, cache kept with {} "
+                 "entries)",
+                 running.config_file, outcome.applied.size(), local_sa.cache().size());
 }
 
 } // namespace
@@ -79,6 +110,8 @@ int main(int argc, char** argv) {
         std::cout << parsed.text;
         return 0;
     }
+    // The options as parsed; SIGHUP parses the same command line (and --config) again.
+    const std::vector<std::string> args(argv, argv + argc);
     auto o = *parsed.options;
     if (!o.foreground && ::daemon(0, 0) != 0) {
         std::cerr << "localsad: cannot detach: " << std::strerror(errno) << "\n";
@@ -99,9 +132,10 @@ int main(int argc, char** argv) {
         coherence::Coherence coherence(io.get_executor(), *local_sa, o.coherence);
 
         const auto port = umad.port();
-        if (o.control.empty())
-            o.control = "/run/localsa/" + port.ca + "-" + std::to_string(port.port) + ".sock";
-        control::ControlServer control(io, o.control, [&](const nlohmann::json& req) {
+        const auto control_path = o.control.empty() ? "/run/localsa/" + port.ca + "-" +
+                                                          std::to_string(port.port) + ".sock"
+                                                    : o.control;
+        control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
             const auto cmd = req.value("cmd", "");
             if (cmd == "stats") {
                 auto j = local_sa->stats();
@@ -126,11 +160,26 @@ int main(int argc, char** argv) {
         });
         std::signal(SIGPIPE, SIG_IGN);
 
+        boost::asio::signal_set hangup(io, SIGHUP);
+        std::function<void()> await_hangup = [&] {
+            hangup.async_wait([&](auto ec, int) {
+                if (ec)
+                    return;
+                reload_configuration(args, o, *local_sa, coherence);
+                await_hangup();
+            });
+        };
+        await_hangup();
+
+        // Everything that needs privileges is open: the umad and issm devices, the control
+        // socket. Before any thread starts (capabilities are per thread).
+        spdlog::info("privileges dropped: {}", drop_privileges(o.user));
+
         umad.start();
         local_sa->start();
         coherence.start();
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
-                     LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, o.control);
+                     LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, control_path);
         io.run();
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());

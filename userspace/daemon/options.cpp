@@ -55,7 +55,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "trace, debug, info, warn, error, critical or off")(
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
         "sim", po::value(&o.sim)->default_value("auto"),
-        "ibsim mode (claim IsSM, answer SMInfo): auto, on or off");
+        "ibsim mode (claim IsSM, answer SMInfo): auto, on or off")(
+        "user", po::value(&o.user),
+        "run as this user once the devices and the control socket are open");
 
     po::options_description tuning("Tuning");
     tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(200),

@@ -19,6 +19,8 @@ struct DaemonOptions {
     bool foreground = false;
     // ibsim only: claim IsSM and answer SMInfo ("auto": when running under umad2sim).
     std::string sim = "auto";
+    // After opening the devices: switch to this user (empty: stay, capabilities dropped anyway).
+    std::string user;
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };

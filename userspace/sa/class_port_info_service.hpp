@@ -21,6 +21,8 @@ public:
         : upstream_(upstream), proxy_(proxy), transport_(transport), counters_(counters),
           resp_time_value_(resp_time_value) {}
 
+    void set_resp_time_value(std::uint8_t value) { resp_time_value_ = value; }
+
     void handle(const transport::InboundMad& request);
     // Fetches the master's ClassPortInfo (at start and after an SM change).
     void refresh();

@@ -33,7 +33,7 @@ const char* PathRecordService::uncacheable_reason(const transport::InboundMad& i
     if (!port.active())
         return "port not active";
     // The master's answer depends on the requester's port (PKeys, QoS): the cache holds the
-    // answers for this port only.
+    // answers for this port only. (LocalSa refuses other ports before they get here.)
     if (!port.owns_lid(in.from.lid))
         return "requester is another port";
     // A non-zero SM_Key is the master's to judge (it drops a wrong one).
@@ -66,8 +66,6 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         return;
     }
     if (const char* why = uncacheable_reason(in)) {
-        if (!transport_.port().owns_lid(in.from.lid))
-            ++counters_.foreign_requests;
         forward(in, why);
         return;
     }

@@ -43,6 +43,9 @@ public:
         : cache_(cache), preload_(preload), upstream_(upstream), proxy_(proxy),
           transport_(transport), counters_(counters), config_(config) {}
 
+    // Applies to answers stored from now on; cached answers keep their expiry.
+    void set_config(const PathRecordConfig& config) { config_ = config; }
+
     void handle(const transport::InboundMad& request);
     // Asks the master again for a cached question; the answer replaces the cached one.
     void refresh(const cache::PathQueryKey& key);

@@ -33,6 +33,12 @@ int main(int argc, char** argv) {
         ("poll-ms", po::value(&opts.poll_ms)->default_value(100), "PortInfo mirror period")
         ("connect-timeout-ms", po::value(&opts.connect_timeout_ms)->default_value(10000),
          "how long to wait for ibsim")
+        ("drop-rate", po::value(&opts.drop_rate)->default_value(0.0),
+         "loss injection: drop this share (0..1) of the GMPs (every class but the SMP classes\n"
+         "0x01/0x81: SA, CM, ...) in each direction, to the fabric and to the kernel")
+        ("drop-seed", po::value(&opts.drop_seed)->default_value(1), "seed of the loss injection")
+        ("drop-rate-file", po::value(&opts.drop_rate_file),
+         "read the drop rate from this file every poll period (tests change it at run time)")
         ("log-level", po::value(&level)->default_value("info"), "trace, debug, info, warn, error");
     po::variables_map vm;
     try {
@@ -42,6 +48,8 @@ int main(int argc, char** argv) {
             return 0;
         }
         po::notify(vm);
+        if (opts.drop_rate < 0.0 || opts.drop_rate > 1.0)
+            throw std::invalid_argument("--drop-rate must be between 0 and 1");
     } catch (const std::exception& e) {
         std::cerr << "simhca-relay: " << e.what() << "\n" << desc << "\n";
         return 2;
@@ -55,8 +63,10 @@ int main(int argc, char** argv) {
         simhca_relay::Relay relay(opts);
         relay.run(g_stop);
         const auto& c = relay.counters();
-        spdlog::info("stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates",
-                     c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates);
+        spdlog::info("stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
+                     "{} + {} dropped by loss injection",
+                     c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.dropped_to_fabric,
+                     c.dropped_to_kernel);
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         return 1;

@@ -25,7 +25,8 @@ std::string errno_text() { return std::strerror(errno); }
 
 Relay::Relay(Options opts)
     : opts_(std::move(opts)),
-      tids_(0) {
+      tids_(0),
+      loss_(opts_.drop_rate, opts_.drop_seed) {
     dev_fd_ = ::open(opts_.device.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (dev_fd_ < 0) throw std::runtime_error("open " + opts_.device + ": " + errno_text());
     try {
@@ -72,6 +73,11 @@ void Relay::from_device() {
         p.status = 0;
         p.length = htobe64(sizeof p.mad);
         std::memcpy(p.mad, m.mad.data, std::min<std::size_t>(m.mad.length, sizeof p.mad));
+        if (loss_.drop(p.mad)) {
+            ++counters_.dropped_to_fabric;
+            spdlog::trace("dropped (loss injection) -> dlid {} class 0x{:02x}", m.mad.dlid, p.mad[1]);
+            continue;
+        }
         tids_.outgoing(p.mad);
         spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid, m.mad.dqpn,
                       p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
@@ -86,6 +92,11 @@ void Relay::from_fabric(SimClient& c) {
             // ibsim returns what it could not route with a status: the wire drops it
             ++counters_.undeliverable;
             spdlog::debug("undeliverable MAD to lid {} (status {})", wire_lid(p->dlid), ntohl(p->status));
+            continue;
+        }
+        if (loss_.drop(p->mad)) {
+            ++counters_.dropped_to_kernel;
+            spdlog::trace("dropped (loss injection) <- slid {} class 0x{:02x}", wire_lid(p->slid), p->mad[1]);
             continue;
         }
         simhca_msg m{};
@@ -168,6 +179,9 @@ void Relay::run(const std::atomic<bool>& stop) {
         }
         if (std::chrono::steady_clock::now() >= next_poll) {
             mirror_port();
+            if (!opts_.drop_rate_file.empty() && loss_.reload_from(opts_.drop_rate_file))
+                spdlog::info("loss injection: dropping {} of the GMPs in each direction ({} dropped so far)",
+                             loss_.rate(), counters_.dropped_to_fabric + counters_.dropped_to_kernel);
             next_poll = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.poll_ms);
             if (next_poll > next_expire_) {
                 tids_.expire(std::chrono::seconds(120));

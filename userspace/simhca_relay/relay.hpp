@@ -1,6 +1,7 @@
 // The relay proper: MADs between /dev/simhcaN and ibsim, port attributes from ibsim.
 #pragma once
 
+#include "loss.hpp"
 #include "port_mirror.hpp"
 #include "sim_client.hpp"
 #include "tid_translator.hpp"
@@ -20,6 +21,9 @@ struct Options {
     std::string sim_basename;    // ibsim socket name space
     int poll_ms = 100;           // PortInfo mirror period
     int connect_timeout_ms = 10000;
+    double drop_rate = 0;          // share of GMPs dropped in each direction (loss.hpp)
+    std::uint64_t drop_seed = 1;
+    std::string drop_rate_file;    // if set: the rate is read from it every poll period
 };
 
 struct Counters {
@@ -27,6 +31,8 @@ struct Counters {
     std::uint64_t to_kernel = 0;
     std::uint64_t undeliverable = 0;
     std::uint64_t port_updates = 0;
+    std::uint64_t dropped_to_fabric = 0;
+    std::uint64_t dropped_to_kernel = 0;
 };
 
 class Relay {
@@ -52,6 +58,7 @@ private:
     std::unique_ptr<SimClient> sim_;     // the node's SM slot: every request for the port
     std::unique_ptr<SimClient> is_sm_;   // present while the kernel has IsSM set
     TidTranslator tids_;
+    LossInjector loss_;
     std::optional<PortSnapshot> last_;
     std::array<std::uint8_t, 64> node_info_{};
     Counters counters_;

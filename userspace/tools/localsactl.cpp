@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -61,16 +62,32 @@ std::vector<std::uint8_t> unhex(const std::string& s) {
     return out;
 }
 
-std::uint64_t parse_number(const std::string& s, const char* what, std::uint64_t max) {
+std::uint64_t parse_number(const std::string& s, const char* what, std::uint64_t max,
+                           std::uint64_t min = 0) {
+    std::uint64_t v = 0;
     try {
         std::size_t used = 0;
-        const auto v = std::stoull(s, &used, 0);
-        if (used != s.size() || v > max)
-            throw std::out_of_range(s);
-        return v;
+        if (s.empty() || s[0] == '-' || s[0] == '+' ||
+            std::isspace(static_cast<unsigned char>(s[0])))
+            throw std::invalid_argument(s);
+        v = std::stoull(s, &used, 0);
+        if (used != s.size())
+            throw std::invalid_argument(s);
     } catch (const std::exception&) {
-        throw UsageError(std::string("bad ") + what + " '" + s + "'");
+        throw UsageError(std::string("bad ") + what + " '" + s + "' (not a number)");
     }
+    if (v < min || v > max)
+        throw UsageError(std::string("bad ") + what + " '" + s +
+                         "' (allowed: " + std::to_string(min) + " to " + std::to_string(max) + ")");
+    return v;
+}
+
+long bounded(const po::variables_map& v, const char* name, long min, long max) {
+    const auto x = v[name].as<long>();
+    if (x < min || x > max)
+        throw UsageError(std::string("--") + name + " must be between " + std::to_string(min) +
+                         " and " + std::to_string(max) + " (got " + std::to_string(x) + ")");
+    return x;
 }
 
 sa::Gid parse_gid(const std::string& s, const char* what) {
@@ -92,7 +109,9 @@ std::string default_control_path() {
                                    : "several localsad sockets in /run/localsa; use --control");
 }
 
-std::uint64_t fresh_tid() { return std::random_device{}() | 1; }
+std::uint64_t fresh_tid() {
+    return std::random_device{}() | 1;
+}
 
 void print_records(const std::vector<std::uint8_t>& resp, bool raw) {
     const auto status = mad::load_be16(resp, 4);
@@ -117,18 +136,18 @@ void print_records(const std::vector<std::uint8_t>& resp, bool raw) {
 int run_query(const po::variables_map& vm, const std::vector<std::string>& args) {
     po::options_description q("query options");
     q.add_options()("lid", po::value<std::string>(), "LID to ask (default: the SM LID)")(
-        "timeout-ms", po::value<long>()->default_value(1000), "wait this long for the answer")(
-        "raw", "also print the whole response in hex")(
-        "sgid", po::value<std::string>(), "PathRecord SGID")(
-        "dgid", po::value<std::string>(), "PathRecord DGID")(
-        "dlid", po::value<std::string>(), "PathRecord DLID")(
-        "pkey", po::value<std::string>(), "PathRecord PKey")(
-        "sl", po::value<std::string>(), "PathRecord SL")(
-        "service-id", po::value<std::string>(), "PathRecord ServiceID")(
+        "timeout-ms", po::value<long>()->default_value(1000),
+        "wait this long for the answer")("raw", "also print the whole response in hex")(
+        "sgid", po::value<std::string>(), "PathRecord SGID")("dgid", po::value<std::string>(),
+                                                             "PathRecord DGID")(
+        "dlid", po::value<std::string>(), "PathRecord DLID")("pkey", po::value<std::string>(),
+                                                             "PathRecord PKey")(
+        "sl", po::value<std::string>(), "PathRecord SL")("service-id", po::value<std::string>(),
+                                                         "PathRecord ServiceID")(
         "reversible", po::value<std::string>(), "PathRecord Reversible (0 or 1)")(
         "numb-path", po::value<std::string>(), "PathRecord NumbPath")(
-        "table", "GetTable instead of Get")(
-        "attr", po::value<std::string>(), "query sa: attribute ID (e.g. 0x11 NodeRecord)")(
+        "table", "GetTable instead of Get")("attr", po::value<std::string>(),
+                                            "query sa: attribute ID (e.g. 0x11 NodeRecord)")(
         "method", po::value<std::string>()->default_value("get"),
         "query sa: get, gettable, set or delete")(
         "comp-mask", po::value<std::string>()->default_value("0"), "query sa: component mask")(
@@ -136,8 +155,8 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
         "hex", po::value<std::string>(), "query raw: the whole MAD in hex, sent as it is")(
         "watch-ms", po::value<long>(),
         "ask again every --interval-ms for this long; print each change of status with a "
-        "timestamp (ms since the epoch)")(
-        "interval-ms", po::value<long>()->default_value(20), "pause between --watch-ms queries");
+        "timestamp (ms since the epoch)")("interval-ms", po::value<long>()->default_value(20),
+                                          "pause between --watch-ms queries");
     if (args.empty())
         throw UsageError("query needs a kind: pr, sa or raw");
     po::variables_map qv;
@@ -150,11 +169,22 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
         throw UsageError(e.what());
     }
     const auto& kind = args.front();
+    if (kind != "pr" && kind != "sa" && kind != "raw")
+        throw UsageError("unknown query kind '" + kind + "' (pr, sa or raw)");
+    const auto port_number = vm["port"].as<int>();
+    if (port_number < 1 || port_number > 254)
+        throw UsageError("--port must be between 1 and 254");
+    bounded(qv, "timeout-ms", 1, 600'000);
+    bounded(qv, "interval-ms", 0, 600'000);
+    if (qv.count("watch-ms"))
+        bounded(qv, "watch-ms", 0, 86'400'000);
+    // Everything given is checked before the port is opened: a typo costs no query.
+    // 0: not given (a LID given is 1 or more).
+    const std::uint16_t lid_arg =
+        qv.count("lid") ? static_cast<std::uint16_t>(
+                              parse_number(qv["lid"].as<std::string>(), "LID", 0xbfff, 1))
+                        : 0;
 
-    tools::SaClient client(vm["ca"].as<std::string>(), vm["port"].as<int>());
-    const auto lid = qv.count("lid") ? static_cast<std::uint16_t>(parse_number(
-                                           qv["lid"].as<std::string>(), "LID", 0xbfff))
-                                     : client.port().sm_lid;
     const auto timeout = std::chrono::milliseconds{qv["timeout-ms"].as<long>()};
 
     std::vector<std::uint8_t> request;
@@ -188,8 +218,8 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
             mask |= sa::pr_mask::kSl;
         }
         if (qv.count("service-id")) {
-            pr.service_id = parse_number(qv["service-id"].as<std::string>(), "ServiceID",
-                                         ~std::uint64_t{0});
+            pr.service_id =
+                parse_number(qv["service-id"].as<std::string>(), "ServiceID", ~std::uint64_t{0});
             mask |= sa::pr_mask::kServiceId;
         }
         if (qv.count("reversible")) {
@@ -235,9 +265,13 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
         request = unhex(qv["hex"].as<std::string>());
         if (request.size() < mad::kMadHeaderSize)
             throw UsageError("a MAD needs at least 24 bytes");
-    } else {
-        throw UsageError("unknown query kind '" + kind + "'");
+        if (request.size() > mad::kMadSize)
+            throw UsageError("a MAD has at most 256 bytes (got " + std::to_string(request.size()) +
+                             ")");
     }
+
+    tools::SaClient client(vm["ca"].as<std::string>(), port_number);
+    const auto lid = lid_arg ? lid_arg : client.port().sm_lid;
 
     if (qv.count("watch-ms")) {
         using clock = std::chrono::system_clock;
@@ -250,9 +284,9 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
             auto r = client.query(request, lid, timeout);
             const auto st = r ? mad::status_name(mad::load_be16(*r, 4)) : std::string("none");
             if (st != last) {
-                const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    sent.time_since_epoch())
-                                    .count();
+                const auto ms =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(sent.time_since_epoch())
+                        .count();
                 std::cout << "t=" << ms << " status=" << st << std::endl;
                 last = st;
             }
@@ -274,8 +308,8 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
 
 int main(int argc, char** argv) {
     po::options_description global("Options");
-    global.add_options()("help,h", "print this help")(
-        "control", po::value<std::string>(), "the daemon's control socket")(
+    global.add_options()("help,h", "print this help")("control", po::value<std::string>(),
+                                                      "the daemon's control socket")(
         "ca", po::value<std::string>()->default_value(""), "HCA for queries (default: first)")(
         "port", po::value<int>()->default_value(1), "HCA port for queries");
     po::options_description hidden;

@@ -20,6 +20,11 @@ UpstreamClient::~UpstreamClient() {
         q->timer->cancel();
 }
 
+void UpstreamClient::set_config(const UpstreamConfig& config) {
+    config_ = config;
+    pump_queue(); // a higher max_outstanding lets queued queries go now
+}
+
 std::uint32_t UpstreamClient::next_tid() {
     // Never reuse a TID that is still in flight (the counter wraps after 2^32 queries).
     do {

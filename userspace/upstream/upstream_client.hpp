@@ -53,6 +53,8 @@ public:
     std::size_t outstanding() const { return in_flight_.size(); }
     std::size_t queued() const { return queue_.size(); }
     const UpstreamConfig& config() const { return config_; }
+    // New limits and timeouts apply from the next try; queries in flight keep their tries left.
+    void set_config(const UpstreamConfig& config);
 
 private:
     struct Query {

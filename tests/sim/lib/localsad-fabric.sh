@@ -24,23 +24,25 @@ cleanup() {
     rm -rf "$WORK"
 }
 
-# start_fabric NAME: a work directory, a fresh ibsim + OpenSM (with the SA request count).
+# start_fabric NAME [UP OPTIONS]: a work directory, a fresh ibsim + OpenSM (with the SA request
+# count); UP OPTIONS go to `scripts/fabric up` (e.g. --partitions FILE).
 start_fabric() {
     WORK=$(mktemp -d "/tmp/localsa-$1.XXXXXX")
     trap cleanup EXIT
     trap 'exit 1' INT TERM HUP
     cd "$WORK" || exit 1 # umad2sim leaves its fake sysfs (sys-PID/) in the working directory
-    "$FABRIC" up --dir "$WORK/fabric" --hosts 16 --count-sa >/dev/null ||
+    "$FABRIC" up --dir "$WORK/fabric" --hosts 16 --count-sa "${@:2}" >/dev/null ||
         { echo "FAIL - fabric up"; exit 1; }
     # shellcheck disable=SC1091
     source "$WORK/fabric/env"
     CTL=$WORK/localsad.sock
 }
 
-# start_localsad [OPTIONS]: localsad on H1, waits for its control socket.
+# start_localsad [OPTIONS]: localsad on H1 (log level $LOG_LEVEL, default debug), waits for its
+# control socket.
 start_localsad() {
     "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground \
-        --control "$CTL" --log-level debug "$@" >"$WORK/localsad.log" 2>&1 &
+        --control "$CTL" --log-level "${LOG_LEVEL:-debug}" "$@" >"$WORK/localsad.log" 2>&1 &
     DAEMON_PID=$!
     for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
 }

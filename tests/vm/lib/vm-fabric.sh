@@ -61,9 +61,11 @@ fabric_start() {
     FABRIC_PIDS+=($!)
 
     modprobe simhca ndev="$VM_NDEV" || return 1
-    local nodes=("$VM_SM" "${VM_HCAS[@]}")
+    local nodes=("$VM_SM" "${VM_HCAS[@]}") relay_extra=()
+    # extra simhca-relay options for every relay, e.g. loss injection (--drop-rate-file F)
+    read -ra relay_extra <<<"${LOCALSA_RELAY_ARGS:-}"
     for ((i = 0; i < VM_NDEV; i++)); do
-        "$relay" --device "/dev/simhca$i" --node "${nodes[$i]}" \
+        "$relay" --device "/dev/simhca$i" --node "${nodes[$i]}" "${relay_extra[@]}" \
             --log-level "${VM_RELAY_LOG:-info}" >"$VM_FABRIC_DIR/relay-$i.log" 2>&1 &
         FABRIC_PIDS+=($!)
     done

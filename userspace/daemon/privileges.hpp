@@ -1,0 +1,21 @@
+// Dropping what localsad does not need once its devices and control socket are open.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace localsa {
+
+class PrivilegeError : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Call once, before any other thread starts (capabilities are per thread). Sets no_new_privs,
+// empties the capability bounding set, the ambient, inheritable, permitted and effective sets,
+// and, when `user` is not empty, switches to that user, its primary group and no supplementary
+// groups. The open file descriptors (umad, issm, control socket) keep working: the kernel checks
+// their permissions at open time. Returns a one-line description for the log. Throws
+// PrivilegeError when a step fails (the daemon must not run with privileges it meant to shed).
+std::string drop_privileges(const std::string& user);
+
+} // namespace localsa

@@ -1,0 +1,84 @@
+#include "daemon/reload.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+namespace localsa {
+
+namespace {
+
+template <typename T> std::string text(const T& v) {
+    std::ostringstream out;
+    if constexpr (requires { v.count(); })
+        out << v.count();
+    else
+        out << v;
+    return out.str();
+}
+
+// Notes a change of one value; returns true when it changed.
+template <typename T>
+bool note(std::vector<std::string>& list, const char* name, const T& was, const T& now) {
+    if (was == now)
+        return false;
+    list.push_back(std::string(name) + ": " + text(was) + " -> " + text(now));
+    return true;
+}
+
+} // namespace
+
+ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, LocalSa& local_sa,
+                           coherence::Coherence& coherence) {
+    ReloadOutcome out;
+    auto& a = out.applied;
+    const auto& ou = running.local_sa.upstream;
+    const auto& nu = fresh.local_sa.upstream;
+    const auto& op = running.local_sa.path_record;
+    const auto& np = fresh.local_sa.path_record;
+    const auto& oc = running.coherence;
+    const auto& nc = fresh.coherence;
+    bool sa_changed = false, coherence_changed = false;
+    sa_changed |= note(a, "upstream-timeout-ms", ou.try_timeout, nu.try_timeout);
+    sa_changed |= note(a, "upstream-retries", ou.retries, nu.retries);
+    sa_changed |= note(a, "max-outstanding", ou.max_outstanding, nu.max_outstanding);
+    sa_changed |= note(a, "max-queued", ou.max_queued, nu.max_queued);
+    sa_changed |= note(a, "path-ttl-s (ms)", op.positive_ttl, np.positive_ttl);
+    sa_changed |= note(a, "negative-ttl-ms", op.negative_ttl, np.negative_ttl);
+    sa_changed |= note(a, "max-staleness-s (ms)", op.max_staleness, np.max_staleness);
+    coherence_changed |= note(a, "refresh-rate", oc.refresh_rate, nc.refresh_rate);
+    coherence_changed |= note(a, "port-poll-ms", oc.port_poll, nc.port_poll);
+    coherence_changed |=
+        oc.preload_period != nc.preload_period || oc.preload_validity != nc.preload_validity;
+    if (note(a, "log-level", running.log_level, fresh.log_level)) {
+        spdlog::set_level(spdlog::level::from_str(fresh.log_level));
+        running.log_level = fresh.log_level;
+    }
+    if (sa_changed) {
+        running.local_sa.upstream = nu;
+        running.local_sa.path_record = np;
+        local_sa.reconfigure(running.local_sa);
+    }
+    if (coherence_changed) {
+        running.coherence.refresh_rate = nc.refresh_rate;
+        running.coherence.port_poll = nc.port_poll;
+        running.coherence.preload_period = nc.preload_period;
+        running.coherence.preload_validity = nc.preload_validity;
+        coherence.reconfigure(running.coherence);
+    }
+
+    auto& r = out.need_restart;
+    note(r, "ca", running.ca, fresh.ca);
+    note(r, "port", running.port, fresh.port);
+    note(r, "control", running.control, fresh.control);
+    note(r, "foreground", running.foreground, fresh.foreground);
+    note(r, "sim", running.sim, fresh.sim);
+    note(r, "user", running.user, fresh.user);
+    note(r, "cache-max-entries", running.local_sa.cache_max_entries,
+         fresh.local_sa.cache_max_entries);
+    note(r, "no-subscribe", !oc.subscribe, !nc.subscribe);
+    note(r, "no-preload", !oc.preload, !nc.preload);
+    return out;
+}
+
+} // namespace localsa
