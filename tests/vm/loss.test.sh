@@ -10,6 +10,8 @@
 # after the lossy phases within 10 % of its RSS after warm-up, localsad answers afterwards.
 # Prints the number of queries per phase.
 # Usage: tests/vm/loss.test.sh 6.1|6.12
+# vm-lines: 6.12
+# (loss is the daemon's and the relay's business, not the kernel line's: one line in the suite)
 set -euo pipefail
 if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
