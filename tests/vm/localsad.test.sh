@@ -18,7 +18,10 @@ fi
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
 CTL=/tmp/localsad.sock
 cd /tmp
-"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" >/tmp/localsad.log 2>&1 &
+# Port poll every 100 ms: OpenSM's next sweep gives the port its old LID back after a
+# Baselid, sometimes within a second, and the LID change must be seen before that.
+"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --port-poll-ms 100 \
+    >/tmp/localsad.log 2>&1 &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
 stat_of() { "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
