@@ -223,6 +223,17 @@ std::uint32_t PathCache::allocate_entry() {
     return high_water_++;
 }
 
+void PathCache::erase_stored(std::uint32_t n) {
+    const auto key = key_of(entry(n));
+    const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
+    const auto mask = index_.size() - 1;
+    auto i = static_cast<std::size_t>(h >> 32) & mask;
+    while (index_[i].entry != n + 1)
+        i = (i + 1) & mask;
+    erase_slot(i);
+    erase_entry(n);
+}
+
 void PathCache::erase_entry(std::uint32_t n) {
     auto& e = entry(n);
     if (e.shape & kOutOfLine) {
@@ -319,15 +330,7 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
             // Full: the next entry in storage order makes room (no LRU bookkeeping on hits).
             while (entry(evict_cursor_ % high_water_).shape == kFree)
                 ++evict_cursor_;
-            const auto victim = evict_cursor_++ % high_water_;
-            const auto vkey = key_of(entry(victim));
-            const auto vh = hash_key(vkey.method, vkey.comp_mask, vkey.masked.data());
-            const auto mask = index_.size() - 1;
-            auto j = static_cast<std::size_t>(vh >> 32) & mask;
-            while (index_[j].entry != victim + 1)
-                j = (j + 1) & mask;
-            erase_slot(j);
-            erase_entry(victim);
+            erase_stored(static_cast<std::uint32_t>(evict_cursor_++ % high_water_));
             i = probe(key, h, *shape); // the shift may have moved the empty slot
         }
         n = allocate_entry();
@@ -422,13 +425,7 @@ PathCache::erase_if(const std::function<bool(const PathQueryKey&, const PathAnsw
         view_of(e).copy_to(answer);
         if (!pred(key, answer))
             continue;
-        const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
-        const auto mask = index_.size() - 1;
-        auto i = static_cast<std::size_t>(h >> 32) & mask;
-        while (index_[i].entry != n + 1)
-            i = (i + 1) & mask;
-        erase_slot(i);
-        erase_entry(n);
+        erase_stored(n);
         ++erased;
     }
     return erased;

@@ -131,6 +131,8 @@ private:
     std::uint32_t allocate_entry();
     void erase_entry(std::uint32_t n);
     void erase_slot(std::size_t slot);
+    // Erases entry `n` and the index slot that points at it (found from the entry's own key).
+    void erase_stored(std::uint32_t n);
     void grow_index();
     PathQueryKey key_of(const Entry& e) const;
     CachedAnswer view_of(const Entry& e) const;
