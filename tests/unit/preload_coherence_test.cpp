@@ -373,3 +373,33 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     io.run_until(t0 + 1300ms); // past refresh time + max staleness
     CHECK_FALSE(hit());
 }
+
+TEST_CASE("coherence: a resync while a subscription check is in flight keeps the checks going",
+          "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 10ms;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start();
+    confirm_subscriptions(sa, transport);
+    io.run_for(15ms);
+    auto check = transport.take();
+    REQUIRE(check.size() == 1);
+    coh.resync("test");
+    auto again = transport.take(); // ClassPortInfo and the six subscriptions
+    REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
+    for (std::size_t i = 1; i < again.size(); ++i)
+        sa.dispatch(from_lid(kSmLid, master_status_answer(again[i].bytes, 0)));
+    // The old check's answer arrives after the resync: ignored, and checking goes on.
+    sa.dispatch(from_lid(kSmLid, master_status_answer(check[0].bytes, mad::status::kSaNoRecords)));
+    CHECK(sa.counters().resyncs == 1);
+    transport.take();
+    io.run_for(15ms);
+    bool checked = false;
+    for (const auto& s : transport.take())
+        checked |= mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord;
+    CHECK(checked);
+}

@@ -198,9 +198,8 @@ void Coherence::check_subscriptions() {
     ++local_sa_.counters().subscription_checks;
     const auto generation = generation_;
     local_sa_.upstream().submit(q.pack(), [this, generation](upstream::Reply r) {
-        if (generation != generation_)
-            return; // a resync in between renewed the subscriptions already
-        if (r.outcome == upstream::Outcome::Response) {
+        // After a resync in between, the answer is about subscriptions renewed since.
+        if (generation == generation_ && r.outcome == upstream::Outcome::Response) {
             // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
             const auto status = mad::load_be16(r.response, 4);
             if (status == mad::status::kSaNoRecords || status == 0) {
