@@ -94,6 +94,15 @@ inline std::vector<std::uint8_t> master_path_answer(const std::vector<std::uint8
     return m.pack();
 }
 
+// The master's answer to `request` that only carries a status (a Set's echo, an error).
+inline std::vector<std::uint8_t> master_status_answer(const std::vector<std::uint8_t>& request,
+                                                      std::uint16_t status) {
+    auto m = *mad::SaMad::unpack(request);
+    m.header.method = mad::method::kGetResp;
+    m.header.status = status;
+    return m.pack();
+}
+
 inline std::uint16_t status_of(const std::vector<std::uint8_t>& b) { return mad::load_be16(b, 4); }
 
 } // namespace localsa::test

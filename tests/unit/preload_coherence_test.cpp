@@ -218,14 +218,6 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
 namespace {
 
 // The master's answer to `request` with `status` and no record (OpenSM echoes the request).
-std::vector<std::uint8_t> master_status_answer(const std::vector<std::uint8_t>& request,
-                                               std::uint16_t status) {
-    auto m = *mad::SaMad::unpack(request);
-    m.header.method = mad::method::kGetResp;
-    m.header.status = status;
-    return m.pack();
-}
-
 // Starts coherence and confirms its six subscriptions as the master does.
 void confirm_subscriptions(LocalSa& sa, FakeTransport& transport) {
     auto subs = transport.take();

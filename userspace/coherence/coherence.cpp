@@ -25,6 +25,18 @@ Coherence::Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa,
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
             return is_stale(k, a);
         });
+    if (config_.subscribe)
+        wanted_.insert(std::begin(kSubscribedTraps), std::end(kSubscribedTraps));
+    local_sa_.set_master_subscriptions(this);
+}
+
+Coherence::~Coherence() {
+    local_sa_.set_master_subscriptions(nullptr);
+}
+
+bool Coherence::own_trap(std::uint16_t trap) const {
+    return config_.subscribe && std::find(std::begin(kSubscribedTraps), std::end(kSubscribedTraps),
+                                          trap) != std::end(kSubscribedTraps);
 }
 
 void Coherence::start() {
@@ -125,50 +137,87 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
 }
 
 void Coherence::subscribe_all(bool subscribe) {
-    const auto generation = generation_;
-    for (auto trap : kSubscribedTraps) {
-        if (subscribe && subscribed_.contains(trap))
+    for (auto trap : wanted_) {
+        if (subscribe && (subscribed_.contains(trap) || in_flight_.contains(trap)))
             continue;
-        mad::SaMad set;
-        set.header.method = mad::method::kSet;
-        set.header.attr_id = mad::attr::kInformInfo;
-        sa::InformInfo info;
-        info.lid_range_begin = 0xffff; // every LID
-        info.is_generic = 1;
-        info.subscribe = subscribe ? 1 : 0;
-        info.type = 0xffff; // every type
-        info.trap_number = trap;
-        info.qpn = 1;
-        info.resp_time_value = 18;
-        info.producer_type = 0xffffff; // every producer
-        info.pack(set.data);
-        local_sa_.upstream().submit(
-            set.pack(), [this, trap, subscribe, generation](upstream::Reply r) {
-                if (generation != generation_ || !subscribe)
-                    return;
-                if (r.outcome == upstream::Outcome::Response)
-                    on_subscribed(trap, r.response);
-                if (!subscribed_.contains(trap)) {
-                    resubscribe_timer_.expires_after(config_.resubscribe_retry);
-                    resubscribe_timer_.async_wait([this](auto ec) {
-                        if (!ec)
-                            subscribe_all(true);
-                    });
-                }
-            });
+        send_subscription(trap, subscribe);
     }
 }
 
-void Coherence::on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& resp) {
-    const auto status = mad::load_be16(resp, 4);
-    if (status != 0) {
-        spdlog::warn("master refused the subscription to trap {}: {}", trap,
-                     mad::status_name(status));
+void Coherence::send_subscription(std::uint16_t trap, bool subscribe) {
+    mad::SaMad set;
+    set.header.method = mad::method::kSet;
+    set.header.attr_id = mad::attr::kInformInfo;
+    sa::InformInfo info;
+    info.lid_range_begin = 0xffff; // every LID
+    info.is_generic = 1;
+    info.subscribe = subscribe ? 1 : 0;
+    info.type = 0xffff; // every type
+    info.trap_number = trap;
+    info.qpn = 1;
+    info.resp_time_value = 18;
+    info.producer_type = 0xffffff; // every producer
+    info.pack(set.data);
+    if (subscribe)
+        in_flight_.insert(trap);
+    const auto generation = generation_;
+    local_sa_.upstream().submit(set.pack(), [this, trap, subscribe, generation](upstream::Reply r) {
+        if (generation != generation_ || !subscribe)
+            return;
+        in_flight_.erase(trap);
+        on_subscribed(trap, r);
+    });
+}
+
+void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
+    const bool answered = r.outcome == upstream::Outcome::Response;
+    // Not answered: the client may try again (BUSY); our own traps are retried below.
+    const auto status = answered ? mad::load_be16(r.response, 4) : mad::status::kBusy;
+    if (!wanted_.contains(trap)) {
+        // The last client left while the Set was on its way.
+        if (status == 0)
+            send_subscription(trap, false);
         return;
     }
-    subscribed_.insert(trap);
-    if (subscribed_.size() == std::size(kSubscribedTraps))
-        spdlog::info("subscribed to traps 64-67, 144, 145 at the master");
+    if (status == 0) {
+        subscribed_.insert(trap);
+        if (!own_trap(trap))
+            spdlog::info("holding trap {} at the master for this port's clients", trap);
+        else if (std::all_of(std::begin(kSubscribedTraps), std::end(kSubscribedTraps),
+                             [&](auto t) { return subscribed_.contains(t); }))
+            spdlog::info("subscribed to traps 64-67, 144, 145 at the master");
+    } else if (answered) {
+        spdlog::warn("master refused the subscription to trap {}: {}", trap,
+                     mad::status_name(status));
+    }
+    if (auto w = waiting_.extract(trap))
+        for (auto& done : w.mapped())
+            done(status); // may release(trap)
+    if (wanted_.contains(trap) && !subscribed_.contains(trap)) {
+        resubscribe_timer_.expires_after(config_.resubscribe_retry);
+        resubscribe_timer_.async_wait([this](auto ec) {
+            if (!ec)
+                subscribe_all(true);
+        });
+    }
+}
+
+void Coherence::hold(std::uint16_t trap, std::function<void(std::uint16_t)> done) {
+    if (subscribed_.contains(trap))
+        return done(0);
+    waiting_[trap].push_back(std::move(done));
+    wanted_.insert(trap);
+    if (!in_flight_.contains(trap))
+        send_subscription(trap, true);
+}
+
+void Coherence::release(std::uint16_t trap) {
+    if (own_trap(trap) || !wanted_.erase(trap))
+        return;
+    if (subscribed_.erase(trap)) {
+        spdlog::info("trap {} no longer held at the master: no client subscribed to it", trap);
+        send_subscription(trap, false);
+    }
 }
 
 void Coherence::schedule_subscription_check() {
@@ -184,7 +233,7 @@ void Coherence::schedule_subscription_check() {
 void Coherence::check_subscriptions() {
     const auto& port = local_sa_.transport().port();
     // Only a confirmed full set is audited; until then the resubscribe timer is at work.
-    if (!port.active() || subscribed_.size() != std::size(kSubscribedTraps)) {
+    if (!port.active() || subscribed_ != wanted_) {
         schedule_subscription_check();
         return;
     }
@@ -206,7 +255,7 @@ void Coherence::check_subscriptions() {
                 ++local_sa_.counters().subscriptions_lost;
                 spdlog::warn("the master holds {} of this port's {} subscriptions (SM restarted "
                              "or replaced on LID {}?)",
-                             status == 0 ? "one" : "none", std::size(kSubscribedTraps),
+                             status == 0 ? "one" : "none", subscribed_.size(),
                              local_sa_.transport().port().sm_lid);
                 resync("subscriptions lost at the master");
             } else if (status != mad::status::kSaTooManyRecords) {
@@ -248,17 +297,7 @@ std::size_t Coherence::invalidate_gid(const sa::Gid& gid) {
     return n;
 }
 
-void Coherence::on_report(const sa::Notice& notice, std::uint64_t tid) {
-    // The master resends a Report (same TID) until it sees our ReportResp.
-    if (std::find(recent_report_tids_.begin(), recent_report_tids_.end(), tid) !=
-        recent_report_tids_.end()) {
-        ++local_sa_.counters().reports_duplicate;
-        return;
-    }
-    recent_report_tids_.push_back(tid);
-    if (recent_report_tids_.size() > 256)
-        recent_report_tids_.pop_front();
-
+void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
     const auto gid = notice.subject_gid();
     auto& cache = local_sa_.cache();
     switch (notice.trap_number) {
@@ -325,12 +364,12 @@ void Coherence::resync(const std::string& why) {
     preload_timer_.cancel();
     out_of_service_.clear();
     subscribed_.clear();
+    in_flight_.clear(); // answers to the older generation's Sets are ignored
     spdlog::info("resync ({}): {} cached answers dropped, re-subscribing", why, n);
     local_sa_.class_port_info().forget();
     if (local_sa_.transport().port().active()) {
         local_sa_.class_port_info().refresh();
-        if (config_.subscribe)
-            subscribe_all(true);
+        subscribe_all(true);
         start_preload();
     }
 }
@@ -402,6 +441,8 @@ void Coherence::reconfigure(const CoherenceConfig& config) {
 
 void Coherence::add_stats(nlohmann::json& j) const {
     j["subscriptions"] = subscribed_.size();
+    j["master_extra_subscriptions"] =
+        std::count_if(subscribed_.begin(), subscribed_.end(), [&](auto t) { return !own_trap(t); });
     j["gids_out_of_service"] = out_of_service_.size();
     j["preload_state"] = preload_state_;
 }

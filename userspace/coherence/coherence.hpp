@@ -4,6 +4,7 @@
 #pragma once
 
 #include "daemon/local_sa.hpp"
+#include "events/master_subscriptions.hpp"
 #include "sa/gid.hpp"
 #include "sa/notice.hpp"
 
@@ -12,7 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
-#include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -44,15 +45,21 @@ inline constexpr std::uint16_t kSubscribedTraps[] = {
     sa::trap::kGidInService,   sa::trap::kGidOutOfService,      sa::trap::kMcGroupCreated,
     sa::trap::kMcGroupDeleted, sa::trap::kCapabilityMaskChange, sa::trap::kSystemImageGuidChange};
 
-class Coherence {
+class Coherence : public events::MasterSubscriptions {
 public:
     Coherence(boost::asio::any_io_executor executor, LocalSa& local_sa, CoherenceConfig config);
+    ~Coherence() override;
+    Coherence(const Coherence&) = delete;
+    Coherence& operator=(const Coherence&) = delete;
 
     void start();
     // Unsubscribes (best effort) and calls `done` once the master answered or after a bound.
     void shutdown(std::function<void()> done);
     // Handles one Report (the LocalSa already acknowledged it).
     void on_report(const sa::Notice& notice, std::uint64_t tid);
+    // Traps clients of this port subscribed to, held at the master besides our own.
+    void hold(std::uint16_t trap, std::function<void(std::uint16_t status)> done) override;
+    void release(std::uint16_t trap) override;
     // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
     void resync(const std::string& why);
     void add_stats(nlohmann::json& stats) const;
@@ -62,7 +69,9 @@ public:
 
 private:
     void subscribe_all(bool subscribe);
-    void on_subscribed(std::uint16_t trap, const std::vector<std::uint8_t>& response);
+    void send_subscription(std::uint16_t trap, bool subscribe);
+    void on_subscribed(std::uint16_t trap, const upstream::Reply& reply);
+    bool own_trap(std::uint16_t trap) const;
     void schedule_subscription_check();
     void check_subscriptions();
     void start_preload();
@@ -85,8 +94,12 @@ private:
     std::string preload_state_ = "idle";
     bool preload_running_ = false;
     transport::PortState last_port_;
-    std::set<std::uint16_t> subscribed_;
-    std::deque<std::uint64_t> recent_report_tids_;
+    // Traps held at the master: our own (when subscribing) and those clients asked for.
+    std::set<std::uint16_t> wanted_;
+    std::set<std::uint16_t> subscribed_; // confirmed by the master
+    std::set<std::uint16_t> in_flight_;  // Set sent, answer awaited
+    // Clients' Sets waiting for the master to confirm a trap.
+    std::map<std::uint16_t, std::vector<std::function<void(std::uint16_t)>>> waiting_;
     // GIDs the master reported out of service and not back yet.
     std::set<sa::Gid> out_of_service_;
     std::uint64_t generation_ = 0; // bumps on resync; late answers of an older one are ignored

@@ -33,6 +33,12 @@ namespace localsa {
     X(foreign_requests)                                                                            \
     X(foreign_refused)                                                                             \
     X(inform_denied)                                                                               \
+    X(client_subscribed)                                                                           \
+    X(client_unsubscribed)                                                                         \
+    X(client_subscriptions_dropped)                                                                \
+    X(reports_fanned_out)                                                                          \
+    X(report_retries)                                                                              \
+    X(reports_undelivered)                                                                         \
     X(send_errors)                                                                                 \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace localsa {
 
 using namespace mad;
@@ -35,7 +37,13 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
                     with_refresh_grace(config.path_record, config.upstream)),
       class_port_info_(upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)),
-      inform_info_(transport, counters_) {}
+      client_subs_(config.max_client_subscriptions),
+      fanout_(executor, transport, counters_, client_subs_),
+      inform_info_(transport, counters_, client_subs_) {
+    fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
+        inform_info_.on_delivery(to, delivered);
+    });
+}
 
 void LocalSa::start() {
     class_port_info_.refresh();
@@ -95,6 +103,12 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
     if (received.bytes.size() < kSaHeaderSize)
         return drop(received, "shorter than the SA header");
     const auto m = received.bytes[3];
+    if (m == method::kReportResp) {
+        // Only our Reports to subscribed clients are answered so; the master is never sent one.
+        if (!fanout_.handle_ack(received))
+            ++counters_.stray_responses;
+        return;
+    }
     if (method::is_response(m)) {
         // Responses keep their length: it tells how many records a non-RMPP answer holds.
         if (!upstream_.handle_response(received))
@@ -170,11 +184,22 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
     reply(in, ack);
     if (load_be16(in.bytes, 16) != attr::kNotice)
         return;
+    // The master resends a Report (same TID) until it sees our ReportResp.
+    const auto tid = tid_of(in.bytes);
+    if (std::find(recent_report_tids_.begin(), recent_report_tids_.end(), tid) !=
+        recent_report_tids_.end()) {
+        ++counters_.reports_duplicate;
+        return;
+    }
+    recent_report_tids_.push_back(tid);
+    if (recent_report_tids_.size() > 256)
+        recent_report_tids_.pop_front();
     const auto notice = sa::Notice::unpack(Bytes{in.bytes}.subspan(kSaHeaderSize));
     spdlog::info("Report: trap {} from LID {} (GID {})", notice.trap_number, notice.issuer_lid,
                  notice.subject_gid().str());
+    fanout_.deliver(in.bytes, notice);
     if (report_handler_)
-        report_handler_(notice, tid_of(in.bytes));
+        report_handler_(notice, tid);
 }
 
 nlohmann::json LocalSa::stats() const {
@@ -184,6 +209,8 @@ nlohmann::json LocalSa::stats() const {
     j["pr_pending"] = path_records_.pending();
     j["upstream_outstanding"] = upstream_.outstanding();
     j["upstream_queued"] = upstream_.queued();
+    j["client_subscriptions"] = client_subs_.size();
+    j["reports_in_flight"] = fanout_.in_flight();
     const auto port = transport_.port();
     j["port"] = {{"ca", port.ca},         {"port", port.port},   {"lid", port.lid},
                  {"sm_lid", port.sm_lid}, {"state", port.state}, {"gid", port.gid.str()}};

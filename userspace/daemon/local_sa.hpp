@@ -4,6 +4,9 @@
 
 #include "cache/path_cache.hpp"
 #include "daemon/counters.hpp"
+#include "events/client_subscriptions.hpp"
+#include "events/master_subscriptions.hpp"
+#include "events/report_fanout.hpp"
 #include "proxy/proxy.hpp"
 #include "sa/class_port_info_service.hpp"
 #include "sa/inform_info_service.hpp"
@@ -15,6 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include <deque>
 #include <functional>
 
 namespace localsa {
@@ -23,6 +27,8 @@ struct LocalSaConfig {
     upstream::UpstreamConfig upstream;
     sa::PathRecordConfig path_record;
     std::size_t cache_max_entries = 1'000'000;
+    // Event subscriptions clients of this port may hold at the local SA.
+    std::size_t max_client_subscriptions = 1024;
     bool answer_sminfo = false;
 };
 
@@ -39,9 +45,14 @@ public:
     // and SMInfo answering are fixed at construction.
     void reconfigure(const LocalSaConfig& config);
 
-    // Called for every Report from the master (after ReportResp went out), with its TID.
+    // Called for every Report from the master (after ReportResp went out and the Report went on
+    // to the clients subscribed to it), with its TID; not for the master's resends.
     using ReportHandler = std::function<void(const sa::Notice&, std::uint64_t tid)>;
     void on_report(ReportHandler fn) { report_handler_ = std::move(fn); }
+    // Where clients' subscriptions are held at the master; until set, clients' Sets are denied.
+    void set_master_subscriptions(events::MasterSubscriptions* master) {
+        inform_info_.set_master(master);
+    }
 
     Counters& counters() { return counters_; }
     const Counters& counters() const { return counters_; }
@@ -50,6 +61,7 @@ public:
     sa::PathRecordService& path_records() { return path_records_; }
     sa::ClassPortInfoService& class_port_info() { return class_port_info_; }
     upstream::UpstreamClient& upstream() { return upstream_; }
+    const events::ClientSubscriptions& client_subscriptions() const { return client_subs_; }
     transport::MadTransport& transport() { return transport_; }
     nlohmann::json stats() const;
 
@@ -72,8 +84,11 @@ private:
     proxy::Proxy proxy_;
     sa::PathRecordService path_records_;
     sa::ClassPortInfoService class_port_info_;
+    events::ClientSubscriptions client_subs_;
+    events::ReportFanout fanout_;
     sa::InformInfoService inform_info_;
     ReportHandler report_handler_;
+    std::deque<std::uint64_t> recent_report_tids_;
 };
 
 } // namespace localsa

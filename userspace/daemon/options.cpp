@@ -38,7 +38,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     DaemonOptions o;
     long timeout_ms = 200, retries = 2, max_outstanding = 32, max_queued = 4096;
     long path_ttl_s = 300, negative_ttl_ms = 1000;
-    long cache_max_entries = 1'000'000;
+    long cache_max_entries = 1'000'000, max_client_subscriptions = 1024;
     long max_staleness_s = 300, refresh_rate = 200, port_poll_ms = 1000;
     long subscription_check_s = 60;
     bool no_subscribe = false, no_preload = false;
@@ -70,6 +70,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "queries waiting behind them at most (more are dropped and counted)")(
         "cache-max-entries", po::value(&cache_max_entries)->default_value(1'000'000),
         "PathRecord answers kept at most")(
+        "max-client-subscriptions", po::value(&max_client_subscriptions)->default_value(1024),
+        "event subscriptions (InformInfo) clients of the port may hold at most")(
         "path-ttl-s", po::value(&path_ttl_s)->default_value(300),
         "seconds an answer is served before the master is asked again")(
         "negative-ttl-ms", po::value(&negative_ttl_ms)->default_value(1000),
@@ -123,6 +125,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("max-outstanding", max_outstanding, 1L, 256L);
     require_range("max-queued", max_queued, 0L, 1'000'000L);
     require_range("cache-max-entries", cache_max_entries, 0L, 100'000'000L);
+    require_range("max-client-subscriptions", max_client_subscriptions, 0L, 65'536L);
     require_range("path-ttl-s", path_ttl_s, 0L, 86'400L);
     require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
@@ -141,6 +144,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     c.upstream.max_outstanding = static_cast<std::size_t>(max_outstanding);
     c.upstream.max_queued = static_cast<std::size_t>(max_queued);
     c.cache_max_entries = static_cast<std::size_t>(cache_max_entries);
+    c.max_client_subscriptions = static_cast<std::size_t>(max_client_subscriptions);
     c.path_record.positive_ttl = std::chrono::seconds{path_ttl_s};
     c.path_record.negative_ttl = std::chrono::milliseconds{negative_ttl_ms};
     c.path_record.max_staleness = std::chrono::seconds{max_staleness_s};

@@ -76,6 +76,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     note(r, "user", running.user, fresh.user);
     note(r, "cache-max-entries", running.local_sa.cache_max_entries,
          fresh.local_sa.cache_max_entries);
+    note(r, "max-client-subscriptions", running.local_sa.max_client_subscriptions,
+         fresh.local_sa.max_client_subscriptions);
     note(r, "no-subscribe", !oc.subscribe, !nc.subscribe);
     note(r, "no-preload", !oc.preload, !nc.preload);
     return out;
