@@ -50,8 +50,9 @@ void connect_retry(int fd, const std::string& name, int timeout_ms) {
 }  // namespace
 
 SimClient::SimClient(std::string basename, std::uint32_t sock_id, const std::string& node,
-                     bool issm, int connect_timeout_ms)
-    : basename_(std::move(basename)) {
+                     bool issm, int connect_timeout_ms, std::uint32_t qp)
+    : basename_(std::move(basename)), qp_(qp) {
+    if (qp == 1) throw std::invalid_argument("ibsim client qp must be 0 or above 1");
     const std::string id = std::to_string(sock_id);
     ctl_fd_ = dgram_socket(basename_ + ":ctl" + id);
     try {
@@ -62,7 +63,7 @@ SimClient::SimClient(std::string basename, std::uint32_t sock_id, const std::str
 
         ibsim::ClientInfo info{};
         info.id = sock_id;
-        info.qp = 0;
+        info.qp = qp;
         info.issm = issm ? 1 : 0;
         std::strncpy(info.nodeid, node.c_str(), sizeof(info.nodeid) - 1);
         ctl(ibsim::kCtlConnect, &info, sizeof info);

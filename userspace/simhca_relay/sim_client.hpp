@@ -14,14 +14,17 @@ class SimClient {
 public:
     // Connects to ibsim (socket name space `basename`, default "sim") as client `sock_id`
     // at `node`. issm: take the node's SM slot (unsolicited requests for the port).
+    // qp: 0 (QP0/QP1 traffic: responses by TID, requests only with issm), or a UD QP number
+    // above 1: ibsim then also delivers the MADs sent to that QP of the port to this client.
     // Waits up to connect_timeout_ms for ibsim to appear. Throws std::runtime_error.
     SimClient(std::string basename, std::uint32_t sock_id, const std::string& node,
-              bool issm, int connect_timeout_ms);
+              bool issm, int connect_timeout_ms, std::uint32_t qp = 0);
     ~SimClient();
     SimClient(const SimClient&) = delete;
     SimClient& operator=(const SimClient&) = delete;
 
     int id() const { return client_id_; }
+    std::uint32_t qp() const { return qp_; }
     int data_fd() const { return data_fd_; }
     const std::string& node() const { return node_; }
 
@@ -42,6 +45,7 @@ private:
     int ctl_fd_ = -1;
     int data_fd_ = -1;
     int client_id_ = -1;
+    std::uint32_t qp_ = 0;
 };
 
 }  // namespace simhca_relay
