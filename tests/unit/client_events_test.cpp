@@ -346,3 +346,22 @@ TEST_CASE("events: without coherence nothing is held at the master, so Sets are 
     REQUIRE(sent.size() == 1);
     CHECK(status_of(sent[0].bytes) == mad::status::kSaDenied);
 }
+
+TEST_CASE("events: a client that leaves before the master answered still gets its answer, and "
+          "the trap is released",
+          "[events]") {
+    Node node;
+    auto f128 = trap_filter(sa::trap::kLinkStateChange);
+    const auto up = only(node.set(f128, 0x90));
+    auto off = f128;
+    off.subscribe = 0;
+    CHECK(status_of(only(node.set(off, 0x91)).bytes) == 0);
+    node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
+    auto sent = node.transport.take();
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[0].to.lid == kSmLid); // held after all: released again
+    CHECK(sa::InformInfo::unpack(mad::Bytes{sent[0].bytes}.subspan(56)).subscribe == 0);
+    CHECK(sent[1].to.qpn == kClientQpn); // the first Set's answer
+    CHECK(mad::tid_of(sent[1].bytes) == 0x90);
+    CHECK(node.stats()["master_extra_subscriptions"] == 0);
+}

@@ -173,10 +173,14 @@ void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
     const bool answered = r.outcome == upstream::Outcome::Response;
     // Not answered: the client may try again (BUSY); our own traps are retried below.
     const auto status = answered ? mad::load_be16(r.response, 4) : mad::status::kBusy;
+    auto waiting = waiting_.extract(trap);
     if (!wanted_.contains(trap)) {
-        // The last client left while the Set was on its way.
+        // The last client left while the Set was on its way: answer it all the same.
         if (status == 0)
             send_subscription(trap, false);
+        if (waiting)
+            for (auto& done : waiting.mapped())
+                done(status);
         return;
     }
     if (status == 0) {
@@ -190,8 +194,8 @@ void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
         spdlog::warn("master refused the subscription to trap {}: {}", trap,
                      mad::status_name(status));
     }
-    if (auto w = waiting_.extract(trap))
-        for (auto& done : w.mapped())
+    if (waiting)
+        for (auto& done : waiting.mapped())
             done(status); // may release(trap)
     if (wanted_.contains(trap) && !subscribed_.contains(trap)) {
         resubscribe_timer_.expires_after(config_.resubscribe_retry);

@@ -74,12 +74,13 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
                      info.trap_number, in.from.lid, in.from.qpn, subscriptions_.size());
         return answer(in, mad::status::kSaNoResources);
     case events::ClientSubscriptions::AddResult::Updated:
-        return answer(in, 0);
+        break;
     case events::ClientSubscriptions::AddResult::Added:
+        ++counters_.client_subscribed;
         break;
     }
-    ++counters_.client_subscribed;
-    // The client learns the outcome once the master holds the trap for this port.
+    // The client learns the outcome once the master holds the trap for this port (at once when
+    // it does already).
     master_->hold(info.trap_number, [this, in, info](std::uint16_t status) {
         if (status == 0) {
             spdlog::info("client LID {} QPN {:#x} subscribed to trap {}", in.from.lid, in.from.qpn,
