@@ -43,7 +43,10 @@ eq "cold start: one preload transaction per PKey" "$pkeys" "$(stat_of preload_tr
 eq "preloaded: one table per PKey" "$((n * pkeys))" "$(stat_of preloaded_paths)"
 
 # Every destination by GID: answered from the preload, equal to the master's Get.
-up0=$(stat_of upstream_requests)
+# Queries of localsad's own to the master other than for these Gets: the subscription check
+# (every 60 s) may fall into this loop on a slow host.
+upstream_but_checks() { echo $(($(stat_of upstream_requests) - $(stat_of subscription_checks))); }
+up0=$(upstream_but_checks)
 same=0
 total=0
 while read -r line; do
@@ -57,7 +60,7 @@ while read -r line; do
 done </tmp/master-table
 eq "Gets through localsad equal the master's" "$total" "$same"
 eq "... all answered from the preload" "$total" "$(stat_of pr_preload_hits)"
-eq "... without a query to the master" "$up0" "$(stat_of upstream_requests)"
+eq "... without a query to the master (subscription checks aside)" "$up0" "$(upstream_but_checks)"
 
 # Multi-record tables through localsad: RMPP from the master to localsad and back to us.
 q pr --sgid "$OWN_GID" --table --lid "$OWN_LID" | grep '^dlid=' | sort >/tmp/local-table

@@ -3,15 +3,13 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+
+#include <sys/signalfd.h>
 
 #include <boost/program_options.hpp>
 #include <spdlog/spdlog.h>
-
-namespace {
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
-}  // namespace
 
 int main(int argc, char** argv) {
     namespace po = boost::program_options;
@@ -57,11 +55,20 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(level));
     spdlog::set_pattern("%H:%M:%S.%e simhca-relay[%P] %l: %v");
 
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    // SIGINT and SIGTERM arrive as a readable signalfd the relay polls with its other sockets.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+    const int stop_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+    if (stop_fd < 0) {
+        spdlog::error("signalfd: {}", std::strerror(errno));
+        return 1;
+    }
     try {
         simhca_relay::Relay relay(opts);
-        relay.run(g_stop);
+        relay.run(stop_fd);
         const auto& c = relay.counters();
         spdlog::info("stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
                      "{} + {} dropped by loss injection",

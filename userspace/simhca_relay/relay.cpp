@@ -161,16 +161,17 @@ void Relay::mirror_port() {
     last_ = s;
 }
 
-void Relay::run(const std::atomic<bool>& stop) {
+void Relay::run(int stop_fd) {
     auto next_poll = std::chrono::steady_clock::now();
-    while (!stop.load()) {
-        pollfd fds[3] = {{dev_fd_, POLLIN, 0}, {sim_->data_fd(), POLLIN, 0}, {-1, POLLIN, 0}};
+    for (;;) {
+        pollfd fds[4] = {{dev_fd_, POLLIN, 0}, {sim_->data_fd(), POLLIN, 0}, {-1, POLLIN, 0}, {stop_fd, POLLIN, 0}};
         if (is_sm_) fds[2].fd = is_sm_->data_fd();
         const auto now = std::chrono::steady_clock::now();
         const int wait = static_cast<int>(
             std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - now).count()));
-        const int n = ::poll(fds, 3, wait);
+        const int n = ::poll(fds, 4, wait);
         if (n < 0 && errno != EINTR) throw std::runtime_error("poll: " + errno_text());
+        if (n > 0 && fds[3].revents) return;
         if (n > 0) {
             if (fds[0].revents & (POLLERR | POLLHUP)) throw std::runtime_error(opts_.device + " closed");
             if (fds[1].revents) from_fabric(*sim_);

@@ -6,7 +6,6 @@
 #include "sim_client.hpp"
 #include "tid_translator.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -43,7 +42,8 @@ public:
     Relay& operator=(const Relay&) = delete;
 
     // Runs until stop becomes true. Throws on a fatal device or ibsim error.
-    void run(const std::atomic<bool>& stop);
+    // Relays until `stop_fd` becomes readable (a signalfd for SIGINT/SIGTERM).
+    void run(int stop_fd);
     const Counters& counters() const { return counters_; }
 
 private:
