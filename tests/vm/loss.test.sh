@@ -17,7 +17,8 @@ if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
     cd "$(dirname "$0")/../.."
     LOCALSA_RELAY_ARGS="--drop-rate-file /tmp/drop-rate --drop-seed 42" \
-        exec bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout 400 \
+        exec bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 \
+        --timeout $((370 + 2 * ${LOCALSA_LOSS_SECONDS:-15})) \
         -- bash tests/vm/loss.test.sh --guest
 fi
 # shellcheck source=tests/vm/lib/vm-checks.sh
@@ -25,6 +26,7 @@ fi
 
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
 SECS=${LOCALSA_LOSS_SECONDS:-15}
+# LOCALSA_LOSS_RATES: the loss rates to run, in order (default "0.01 0.10")
 CTL=/tmp/localsad.sock
 cd /tmp
 echo 0 >/tmp/drop-rate
@@ -87,7 +89,7 @@ check "warm-up: every query answered" test "${a:-0}" -eq 3000
 RSS_WARM=$(rss)
 up_timeouts0=$(stat_of upstream_timeouts)
 total=0
-for rate in 0.01 0.10; do
+for rate in ${LOCALSA_LOSS_RATES:-0.01 0.10}; do
     up0=$(stat_of upstream_requests) upto0=$(stat_of upstream_timeouts)
     phase "$rate"
     echo "# loss $rate: localsad asked the master $((P_UP - up0)) times, $((P_UPTO - upto0)) of them failed after all tries"
