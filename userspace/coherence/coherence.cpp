@@ -137,7 +137,12 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
 }
 
 void Coherence::subscribe_all(bool subscribe) {
-    for (auto trap : wanted_) {
+    // Over a copy: a Set that fails at once (no SM, upstream queue full) answers the clients
+    // waiting for its trap, and they may release it (erasing it from wanted_ under the loop).
+    const auto traps = wanted_;
+    for (auto trap : traps) {
+        if (!wanted_.contains(trap))
+            continue; // released meanwhile
         if (subscribe && (subscribed_.contains(trap) || in_flight_.contains(trap)))
             continue;
         send_subscription(trap, subscribe);
