@@ -401,3 +401,35 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     // ClassPortInfo, the six own traps and 128: each tried once, none skipped.
     CHECK(sa.counters().upstream_overflow - overflow == 8);
 }
+
+TEST_CASE("events: a client that left while its Set waited for the master still gets its "
+          "answer after a resync",
+          "[events]") {
+    Node node;
+    auto f128 = trap_filter(sa::trap::kLinkStateChange);
+    const auto up = only(node.set(f128, 0xb0));
+    auto off = f128;
+    off.subscribe = 0;
+    CHECK(status_of(only(node.set(off, 0xb1)).bytes) == 0);
+    // The master changes before it answered: the Set in flight is forgotten with it.
+    node.coh.resync("test");
+    node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
+    std::vector<SentMad> to_client;
+    int released = 0;
+    for (int round = 0; round < 3; ++round) {
+        for (const auto& s : node.transport.take()) {
+            if (s.to.qpn == kClientQpn) {
+                to_client.push_back(s);
+            } else if (s.bytes[3] == mad::method::kSet) {
+                const auto info = sa::InformInfo::unpack(mad::Bytes{s.bytes}.subspan(56));
+                released += info.trap_number == 128 && info.subscribe == 0;
+                node.sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    REQUIRE(to_client.size() == 1);
+    CHECK(mad::tid_of(to_client[0].bytes) == 0xb0);
+    CHECK(status_of(to_client[0].bytes) == 0);
+    CHECK(released == 1); // held at the new master after all: released again
+    CHECK(node.stats()["master_extra_subscriptions"] == 0);
+}
