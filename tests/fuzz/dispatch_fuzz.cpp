@@ -255,7 +255,10 @@ public:
             cc.preload = false;
             cc.subscription_check = 0ms;
             cc.port_poll = std::chrono::milliseconds{3'600'000};
-            cc.resubscribe_retry = (c & 2) ? 0ms : std::chrono::milliseconds{3'600'000};
+            // A refused trap tried again at once; not while every try also times out at once
+            // (then no Set could ever be answered in time).
+            cc.resubscribe_retry =
+                (c & 2) && timeout.count() != 0 ? 0ms : std::chrono::milliseconds{3'600'000};
         }
         sa_ = std::make_unique<LocalSa>(io_.get_executor(), transport_, config_);
         if (flags & 64)
@@ -281,8 +284,11 @@ public:
     }
 
     void step() {
+        const auto op = in_.u8() % (coherence_ ? 16 : 10);
+        if (debug())
+            std::fprintf(stderr, "op %d\n", op);
         // clang-format off
-        switch (in_.u8() % (coherence_ ? 16 : 10)) {
+        switch (op) {
         case 0: case 1: request(); break;
         case 2: case 3: master_response(); break;
         case 4: raw(); break;
@@ -295,8 +301,7 @@ public:
         case 12: master_report(); break;
         case 13: report_ack(); break;
         case 14: master_inform_answer(); break;
-        // e.g. the subscription check found this port's subscriptions lost at the master
-        case 15: coherence_->resync("fuzz"); break;
+        case 15: subscriptions_lost(); break;
         }
         // clang-format on
         check();
@@ -312,7 +317,8 @@ public:
         if (transport_.state.sm_lid == 0)
             transport_.state.sm_lid = test::kSmLid;
         coherence_poll();
-        drain();
+        if (!drain())
+            return; // what waits for those queries cannot be told apart
         check_sets_answered();
         std::vector<events::ClientSubscription> subs;
         const auto& table = sa_->client_subscriptions();
@@ -324,7 +330,8 @@ public:
             send_client_set({sub.subscriber.lid, sub.subscriber.qpn}, info, ++client_tid_);
         }
         check();
-        drain();
+        if (!drain())
+            return;
         check_sets_answered();
         FUZZ_CHECK(table.size() == 0);
         FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
@@ -334,9 +341,13 @@ public:
     }
 
     // LOCALSA_FUZZ_DEBUG=1: the counters after each input, to see what a seed reaches.
-    void debug_stats() {
+    static bool debug() {
         static const bool on = std::getenv("LOCALSA_FUZZ_DEBUG") != nullptr;
-        if (!on)
+        return on;
+    }
+
+    void debug_stats() {
+        if (!debug())
             return;
         auto j = sa_->stats();
         if (coherence_)
@@ -372,6 +383,10 @@ private:
             if (it != fanout_.end() && it->second.to.lid == who.lid)
                 it->second.acked = true;
         }
+        if (debug() && b.size() >= 18)
+            std::fprintf(stderr, "  recv %s %s from LID %u QPN %#x TID %#llx status %#x\n",
+                         method_name(b[3]).c_str(), attr_name(load_be16(b, 16)).c_str(), who.lid,
+                         who.qpn, static_cast<unsigned long long>(tid_of(b)), load_be16(b, 4));
         sa_->dispatch(m);
     }
 
@@ -518,6 +533,13 @@ private:
         last_port_ = now;
         if (now.active() && (!before.active() || now.sm_lid != before.sm_lid))
             coherence_->resync("port change");
+    }
+
+    // The subscription check found this port's subscriptions lost at the master (it asks only
+    // while the port is active; an answer cannot arrive while it is down).
+    void subscriptions_lost() {
+        if (transport_.state.active())
+            coherence_->resync("subscriptions lost at the master");
     }
 
     void stats() {
@@ -691,8 +713,10 @@ private:
     }
 
     // The master answers every query localsad sent it (OK), the clients acknowledge every Report
-    // in flight, timers run; until nothing is left in flight.
-    void drain() {
+    // in flight, timers run; until a round sends nothing new. False when upstream queries are
+    // left in flight all the same: tries that were never sent, as there was no SM then (their
+    // timeout is an hour when it is not 0, so they neither expire nor can be answered).
+    bool drain() {
         for (int round = 0; round < 32; ++round) {
             for (const auto& q : std::exchange(unanswered_, {})) {
                 auto b = q;
@@ -711,12 +735,21 @@ private:
             }
             poll();
             check();
+            if (!unanswered_.empty())
+                continue;
             const auto& up = sa_->upstream();
-            if (unanswered_.empty() && up.outstanding() == 0 && up.queued() == 0 &&
-                sa_->report_fanout().in_flight() == 0)
-                return;
+            FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
+            if (up.outstanding() == 0 && up.queued() == 0)
+                return true;
+            FUZZ_CHECK(config_.upstream.try_timeout.count() != 0);
+            FUZZ_CHECK(sa_->counters().send_errors > 0); // the tries not sent
+            return false;
         }
+        const auto& up = sa_->upstream();
+        std::fprintf(stderr, "drain: %zu upstream outstanding, %zu queued, %zu Reports in flight\n",
+                     up.outstanding(), up.queued(), sa_->report_fanout().in_flight());
         FUZZ_CHECK(!"drain: queries or Reports still in flight after 32 rounds");
+        return false;
     }
 
     void check_sets_answered() {
@@ -739,6 +772,11 @@ private:
         for (auto& s : transport_.take()) {
             const auto& b = s.bytes;
             FUZZ_CHECK(b.size() >= kSaHeaderSize);
+            if (debug())
+                std::fprintf(stderr, "  sent %s %s to LID %u QPN %#x TID %#llx status %#x\n",
+                             method_name(b[3]).c_str(), attr_name(load_be16(b, 16)).c_str(),
+                             s.to.lid, s.to.qpn, static_cast<unsigned long long>(tid_of(b)),
+                             load_be16(b, 4));
             if (method::is_response(b[3])) {
                 const auto it = requests_.find({s.to.lid, s.to.qpn});
                 FUZZ_CHECK(it != requests_.end());
