@@ -504,7 +504,7 @@ private:
         // Bounded: a refused trap retried after 0 ms (resubscribe_retry) while every Set fails at
         // once (no SM, upstream queue full) would keep one poll() running for ever.
         io_.restart();
-        for (int i = 0; i < 1000 && io_.poll_one() != 0; ++i) {
+        for (int i = 0; i < 64 && io_.poll_one() != 0; ++i) {
         }
     }
 
