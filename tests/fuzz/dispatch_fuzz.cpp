@@ -292,7 +292,7 @@ public:
         case 0: case 1: request(); break;
         case 2: case 3: master_response(); break;
         case 4: raw(); break;
-        case 5: poll(); break;
+        case 5: (void)poll(); break;
         case 6: failed_send(); break;
         case 7: port_change(); break;
         case 8: refresh(); break;
@@ -500,12 +500,15 @@ private:
         deliver(who, std::move(b));
     }
 
-    void poll() {
+    // True when every handler ready to run has run.
+    bool poll() {
         // Bounded: a refused trap retried after 0 ms (resubscribe_retry) while every Set fails at
         // once (no SM, upstream queue full) would keep one poll() running for ever.
         io_.restart();
-        for (int i = 0; i < 64 && io_.poll_one() != 0; ++i) {
-        }
+        for (int i = 0; i < 64; ++i)
+            if (io_.poll_one() == 0)
+                return true;
+        return false;
     }
 
     void failed_send() {
@@ -733,9 +736,9 @@ private:
                 b[3] = method::kReportResp;
                 deliver({r.to.lid, r.to.qpn}, std::move(b));
             }
-            poll();
+            const bool idle = poll();
             check();
-            if (!unanswered_.empty())
+            if (!unanswered_.empty() || !idle)
                 continue;
             const auto& up = sa_->upstream();
             FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
