@@ -716,9 +716,10 @@ private:
     }
 
     // The master answers every query localsad sent it (OK), the clients acknowledge every Report
-    // in flight, timers run; until a round sends nothing new. False when upstream queries are
-    // left in flight all the same: tries that were never sent, as there was no SM then (their
-    // timeout is an hour when it is not 0, so they neither expire nor can be answered).
+    // in flight, timers run; until a round sends nothing new and leaves no timer ready. False when
+    // upstream queries are left in flight all the same: tries that were never sent, as there was
+    // no SM then (their timeout is an hour when it is not 0, so they neither expire nor can be
+    // answered; a 0 ms resubscribe retry may spin meanwhile, its Sets overflowing behind them).
     bool drain() {
         for (int round = 0; round < 32; ++round) {
             for (const auto& q : std::exchange(unanswered_, {})) {
@@ -738,17 +739,18 @@ private:
             }
             const bool idle = poll();
             check();
-            if (!unanswered_.empty() || !idle)
-                continue;
-            const auto& up = sa_->upstream();
+            if (unanswered_.empty() && idle)
+                break;
+        }
+        const auto& up = sa_->upstream();
+        if (unanswered_.empty()) {
             FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
             if (up.outstanding() == 0 && up.queued() == 0)
                 return true;
-            FUZZ_CHECK(config_.upstream.try_timeout.count() != 0);
-            FUZZ_CHECK(sa_->counters().send_errors > 0); // the tries not sent
-            return false;
+            if (config_.upstream.try_timeout.count() != 0 &&
+                sa_->counters().upstream_requests > upstream_sent_)
+                return false; // tries not sent
         }
-        const auto& up = sa_->upstream();
         std::fprintf(stderr, "drain: %zu upstream outstanding, %zu queued, %zu Reports in flight\n",
                      up.outstanding(), up.queued(), sa_->report_fanout().in_flight());
         FUZZ_CHECK(!"drain: queries or Reports still in flight after 32 rounds");
@@ -797,6 +799,7 @@ private:
                 FUZZ_CHECK(b[1] == mgmt_class::kSubnAdm);
                 const auto key = load_be64(b, 36);
                 FUZZ_CHECK(key == 0 || sm_keys_.contains(key));
+                ++upstream_sent_;
                 upstream_.push_back(b);
                 if (upstream_.size() > 64)
                     upstream_.erase(upstream_.begin());
@@ -893,6 +896,7 @@ private:
     std::map<std::uint32_t, ClientReport> fanout_; // Reports sent on to clients, by TID
     std::vector<std::uint32_t> fanout_order_;
     std::vector<std::vector<std::uint8_t>> unanswered_; // upstream queries, for drain()
+    std::uint64_t upstream_sent_ = 0;                   // tries that reached the transport
     std::map<std::pair<std::uint16_t, std::uint32_t>, std::set<std::uint64_t>> requests_;
     std::set<std::uint64_t> sm_keys_;
     std::vector<std::vector<std::uint8_t>> upstream_;
