@@ -4,11 +4,31 @@
 // to LocalSa::dispatch over the fake transport. After every operation the invariants below are
 // checked on everything the daemon sent and on its internal bounds.
 //
+// With a Coherence on the LocalSa (configuration flag 128) clients' event subscriptions are
+// fuzzed too: InformInfo Sets from clients (QPN 1 and several QPNs > 1, various traps and
+// filters, Subscribe 0/1/2+), the master's answers to the Sets localsad sends it, Reports from
+// the master (resends with the same TID), ReportResp from the clients, resyncs. At the end of
+// such an input the master answers everything, the clients acknowledge every Report, then every
+// client unsubscribes, and the end state is checked.
+//
 // Invariants:
 //  - every MAD handed to the transport is at least an SA header (56 bytes) long;
 //  - a response goes to an address that sent a request, with the TID of one of its requests;
+//    at most one InformInfo answer per InformInfo request (same address and TID);
 //  - a request goes to the current SM LID only, never to LID 0 (no SM), in the SA class, with
-//    SM_Key 0 or an SM_Key some requester sent (the daemon never makes one up);
+//    SM_Key 0 or an SM_Key some requester sent (the daemon never makes one up); or it is a
+//    Report(Notice) to a client: first sent to an address (this port's LID, QPN > 1) that holds
+//    a subscription the Notice matches, carrying a Notice the master sent, then resent unchanged
+//    at most `tries` times in all and never after the client acknowledged it; Q_Key 0x80010000,
+//    SM_Key 0 (never the master's), status 0;
+//  - a client's Set from QP1, for a vendor trap or for trap 0xFFFF is answered REQ_DENIED at
+//    once, Subscribe 2+ REQ_INVALID, an unsubscribe at once (0 or REQ_INVALID); an error answer
+//    carries Subscribe 0;
+//  - client subscriptions <= max_client_subscriptions, Reports in flight to clients <=
+//    fanout.max_in_flight;
+//  - at the end: every client Set from this port has been answered; once every client has
+//    unsubscribed and the master answered: no client subscription, no Report in flight, and
+//    master_extra_subscriptions (Coherence::add_stats) is 0;
 //  - a successful PathRecord answer to another port is the master's answer byte for byte (TID
 //    aside); one to this port only carries records the master sent;
 //  - upstream outstanding <= max_outstanding, queued <= max_queued, PathRecord misses pending
@@ -16,6 +36,7 @@
 #include "fuzz_check.hpp"
 #include "fake_transport.hpp"
 
+#include "coherence/coherence.hpp"
 #include "daemon/local_sa.hpp"
 #include "mad/constants.hpp"
 #include "mad/mad.hpp"
@@ -31,11 +52,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -46,6 +69,13 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::uint64_t kSmKey = 0x1122334455667788ULL;
+// The SM_Key on the master's Reports: never to be seen on a Report sent on to a client.
+constexpr std::uint64_t kMasterSmKey = 0x0badc0ffee0ddf00ULL;
+constexpr std::uint32_t kGsiQkey = 0x80010000;
+constexpr std::size_t kSubscribeOffset = kSaHeaderSize + 23;
+// TIDs of the structured client Sets and master Reports, apart from the templates' (< 2^40).
+constexpr std::uint64_t kClientTidBase = 0x5e7000000000ULL;
+constexpr std::uint64_t kReportTidBase = 0xab0000000000ULL;
 
 // A known finding awaiting its fix can be tolerated, so that a long run looks for other ones:
 // LOCALSA_FUZZ_TOLERATE=retry-to-lid0[,...] (docs/fuzzing.md, Findings).
@@ -209,35 +239,120 @@ public:
             config_.path_record.negative_ttl = 0ms;
         if (flags & 32)
             transport_.state.lmc = 1; // LIDs 5 and 6 are this port's
+        coherence::CoherenceConfig cc;
+        if (flags & 128) {
+            // Client event subscriptions, held at the master by a Coherence. Its own timers
+            // (port poll, subscription check, refresh every 100 ms) never run: they are either
+            // real-time or endless at 0 ms. Port polls are done by port_change() as Coherence
+            // would do them; preload is off.
+            const auto c = in.u8();
+            static constexpr std::size_t kMaxSubscriptions[] = {1024, 1, 2, 4};
+            static constexpr std::size_t kMaxInFlight[] = {4096, 1, 2, 8};
+            config_.max_client_subscriptions = kMaxSubscriptions[(c >> 2) & 3];
+            config_.fanout.max_in_flight = kMaxInFlight[(c >> 4) & 3];
+            config_.fanout.try_timeout = (c & 64) ? 0ms : std::chrono::milliseconds{3'600'000};
+            cc.subscribe = !(c & 1); // --no-subscribe: every client trap is an extra one
+            cc.preload = false;
+            cc.subscription_check = 0ms;
+            cc.port_poll = std::chrono::milliseconds{3'600'000};
+            // A refused trap tried again at once; not while every try also times out at once
+            // (then no Set could ever be answered in time).
+            cc.resubscribe_retry =
+                (c & 2) && timeout.count() != 0 ? 0ms : std::chrono::milliseconds{3'600'000};
+        }
         sa_ = std::make_unique<LocalSa>(io_.get_executor(), transport_, config_);
         if (flags & 64)
             sa_->start();
-        sa_->on_report([this](const sa::Notice& n, std::uint64_t) {
-            // What coherence does with a Report: drop the answers that involve the GID.
-            const auto g = n.subject_gid();
-            sa_->cache().erase_if([&](const auto& k, const auto& a) {
-                return cache::answer_involves(k, a, g);
+        if (flags & 128) {
+            coherence_ = std::make_unique<coherence::Coherence>(io_.get_executor(), *sa_, cc);
+            last_port_ = transport_.state;
+            coherence_->resync("start"); // what start() does, without its timers
+        } else {
+            sa_->on_report([this](const sa::Notice& n, std::uint64_t) {
+                // What coherence does with a Report: drop the answers that involve the GID.
+                const auto g = n.subject_gid();
+                sa_->cache().erase_if(
+                    [&](const auto& k, const auto& a) { return cache::answer_involves(k, a, g); });
             });
-        });
+        }
         check();
     }
 
     ~Harness() {
+        coherence_.reset();
         sa_.reset(); // before the io_context: its timers cancel their waits
     }
 
     void step() {
-        switch (in_.u8() % 10) {
+        const auto op = in_.u8() % (coherence_ ? 16 : 10);
+        if (debug())
+            std::fprintf(stderr, "op %d\n", op);
+        // clang-format off
+        switch (op) {
         case 0: case 1: request(); break;
         case 2: case 3: master_response(); break;
         case 4: raw(); break;
-        case 5: poll(); break;
+        case 5: (void)poll(); break;
         case 6: failed_send(); break;
         case 7: port_change(); break;
         case 8: refresh(); break;
-        case 9: (void)sa_->stats().dump(); break;
+        case 9: stats(); break;
+        case 10: case 11: client_set(); break;
+        case 12: master_report(); break;
+        case 13: report_ack(); break;
+        case 14: master_inform_answer(); break;
+        case 15: subscriptions_lost(); break;
+        }
+        // clang-format on
+        check();
+    }
+
+    // At the end of an input with client subscriptions: the port comes back, the master answers
+    // everything, the clients acknowledge every Report; every client Set must have its answer.
+    // Then every client leaves, and nothing may be left held for them.
+    void finish() {
+        if (!coherence_)
+            return;
+        transport_.state.state = 4;
+        if (transport_.state.sm_lid == 0)
+            transport_.state.sm_lid = test::kSmLid;
+        coherence_poll();
+        if (!drain())
+            return; // what waits for those queries cannot be told apart
+        check_sets_answered();
+        std::vector<events::ClientSubscription> subs;
+        const auto& table = sa_->client_subscriptions();
+        for (std::size_t i = 0; i < table.size(); ++i)
+            subs.push_back(table.at(i));
+        for (const auto& sub : subs) {
+            auto info = sub.filter;
+            info.subscribe = 0;
+            send_client_set({sub.subscriber.lid, sub.subscriber.qpn}, info, ++client_tid_);
         }
         check();
+        if (!drain())
+            return;
+        check_sets_answered();
+        FUZZ_CHECK(table.size() == 0);
+        FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
+        nlohmann::json j;
+        coherence_->add_stats(j);
+        FUZZ_CHECK(j["master_extra_subscriptions"] == 0);
+    }
+
+    // LOCALSA_FUZZ_DEBUG=1: the counters after each input, to see what a seed reaches.
+    static bool debug() {
+        static const bool on = std::getenv("LOCALSA_FUZZ_DEBUG") != nullptr;
+        return on;
+    }
+
+    void debug_stats() {
+        if (!debug())
+            return;
+        auto j = sa_->stats();
+        if (coherence_)
+            coherence_->add_stats(j);
+        std::fprintf(stderr, "%s\n", j.dump().c_str());
     }
 
 private:
@@ -247,11 +362,31 @@ private:
         m.from.lid = who.lid;
         m.from.qpn = who.qpn;
         m.status = status;
-        if (status == 0 && m.bytes.size() >= 16 && !method::is_response(m.bytes[3])) {
-            requests_[{who.lid, who.qpn}].insert(tid_of(m.bytes));
-            if (m.bytes.size() >= 44 && load_be64(m.bytes, 36) != 0)
-                sm_keys_.insert(load_be64(m.bytes, 36));
+        const auto& b = m.bytes;
+        if (status == 0 && b.size() >= 16 && !method::is_response(b[3])) {
+            requests_[{who.lid, who.qpn}].insert(tid_of(b));
+            if (b.size() >= 44 && load_be64(b, 36) != 0)
+                sm_keys_.insert(load_be64(b, 36));
+            if (b.size() >= 18 && load_be16(b, 16) == attr::kInformInfo)
+                ++inform_requests_[{who.lid, who.qpn, tid_of(b)}];
+            if (b[3] == method::kReport) {
+                // A Notice the master sent (as dispatch pads it): what a client may be sent.
+                auto padded = b;
+                padded.resize(std::max(padded.size(), kSaHeaderSize + sa::Notice::kSize));
+                master_notices_.emplace(padded.begin() + kSaHeaderSize,
+                                        padded.begin() + kSaHeaderSize + sa::Notice::kSize);
+            }
         }
+        if (status == 0 && b.size() >= kSaHeaderSize && b[3] == method::kReportResp) {
+            // A client acknowledges one of our Reports (TID and LID): it is never sent again.
+            const auto it = fanout_.find(static_cast<std::uint32_t>(tid_of(b)));
+            if (it != fanout_.end() && it->second.to.lid == who.lid)
+                it->second.acked = true;
+        }
+        if (debug() && b.size() >= 18)
+            std::fprintf(stderr, "  recv %s %s from LID %u QPN %#x TID %#llx status %#x\n",
+                         method_name(b[3]).c_str(), attr_name(load_be16(b, 16)).c_str(), who.lid,
+                         who.qpn, static_cast<unsigned long long>(tid_of(b)), load_be16(b, 4));
         sa_->dispatch(m);
     }
 
@@ -365,9 +500,15 @@ private:
         deliver(who, std::move(b));
     }
 
-    void poll() {
+    // True when every handler ready to run has run.
+    bool poll() {
+        // Bounded: a refused trap retried after 0 ms (resubscribe_retry) while every Set fails at
+        // once (no SM, upstream queue full) would keep one poll() running for ever.
         io_.restart();
-        io_.poll();
+        for (int i = 0; i < 64; ++i)
+            if (io_.poll_one() == 0)
+                return true;
+        return false;
     }
 
     void failed_send() {
@@ -381,6 +522,246 @@ private:
         transport_.state.state = (v & 1) ? 2 : 4;
         static constexpr std::uint16_t kSm[] = {test::kSmLid, test::kSmLid, 2, 0};
         transport_.state.sm_lid = kSm[(v >> 1) & 3];
+        if (coherence_ && !(v & 8))
+            coherence_poll(); // else Coherence notices at a later port change
+    }
+
+    // What Coherence::poll_port does at its next port poll: a resync when the port became
+    // active or its SM or LID changed (the fuzzer changes only the state and the SM LID).
+    void coherence_poll() {
+        const auto before = last_port_;
+        const auto& now = transport_.state;
+        if (now == before)
+            return;
+        last_port_ = now;
+        if (now.active() && (!before.active() || now.sm_lid != before.sm_lid))
+            coherence_->resync("port change");
+    }
+
+    // The subscription check found this port's subscriptions lost at the master (it asks only
+    // while the port is active; an answer cannot arrive while it is down).
+    void subscriptions_lost() {
+        if (transport_.state.active())
+            coherence_->resync("subscriptions lost at the master");
+    }
+
+    void stats() {
+        auto j = sa_->stats();
+        if (coherence_)
+            coherence_->add_stats(j);
+        (void)j.dump();
+    }
+
+    // A client's InformInfo Set: who, trap, filter, Subscribe value, TID (fresh or a retry).
+    void client_set() {
+        static constexpr Requester kClients[] = {{5, 0x48},   {5, 0x49}, {5, 1},        {6, 0x48},
+                                                 {5, 0x1234}, {9, 0x48}, {5, 0xffffff}, {5, 0x48}};
+        static constexpr std::uint16_t kTraps[] = {64,  65,  66,  67,     144, 145, 128, 128,
+                                                   129, 130, 131, 0xffff, 256, 65,  0,   0x1234};
+        static constexpr std::uint16_t kLidRanges[][2] = {
+            {0xffff, 0}, {test::kSmLid, test::kSmLid}, {5, 9}, {2, 0}};
+        const auto who_sel = in_.u8();
+        const auto trap_sel = in_.u8();
+        const auto filter_sel = in_.u8();
+        const auto sub_sel = in_.u8();
+        const auto& table = sa_->client_subscriptions();
+        if ((sub_sel & 0xc0) == 0xc0 && table.size() > 0) {
+            // Unsubscribe exactly one that is held (the random filters seldom name one).
+            const auto& sub = table.at(who_sel % table.size());
+            auto info = sub.filter;
+            info.subscribe = 0;
+            send_client_set({sub.subscriber.lid, sub.subscriber.qpn}, info, ++client_tid_);
+            return;
+        }
+        sa::InformInfo info;
+        static const sa::Gid kGids[] = {sa::Gid{}, test::gid(0x100001), test::gid(0x100003),
+                                        sa::Gid{}};
+        info.gid = kGids[filter_sel & 3];
+        info.lid_range_begin = kLidRanges[(filter_sel >> 2) & 3][0];
+        info.lid_range_end = kLidRanges[(filter_sel >> 2) & 3][1];
+        info.is_generic = (trap_sel & 0x30) == 0x30 ? 0 : 1;
+        info.subscribe = (sub_sel & 3) == 3 ? 2 + (sub_sel >> 2) : (sub_sel & 1) ^ 1;
+        info.type = (filter_sel & 0x10) ? 3 : 0xffff;
+        info.trap_number = kTraps[trap_sel & 15];
+        info.qpn = (filter_sel & 0x40) ? 0x48 : 0;
+        info.resp_time_value = 18;
+        info.producer_type = (filter_sel & 0x20) ? 4 : 0xffffff;
+        // Bit 7: a retry of the last Set (same TID), as a client that saw no answer sends it.
+        const auto tid =
+            (who_sel & 0x80) && client_tid_ > kClientTidBase ? client_tid_ : ++client_tid_;
+        send_client_set(kClients[who_sel & 7], info, tid);
+    }
+
+    void send_client_set(const Requester& who, const sa::InformInfo& info, std::uint64_t tid) {
+        SaMad s;
+        s.header.method = method::kSet;
+        s.header.attr_id = attr::kInformInfo;
+        s.header.tid = tid;
+        info.pack(s.data);
+        const bool answered = own(who.lid);
+        if (answered)
+            ++expected_answers_[{who.lid, who.qpn, tid}];
+        deliver(who, s.pack());
+        // What is answered at once, and how.
+        std::vector<std::uint16_t> now;
+        for (const auto& sent : transport_.sent)
+            if (sent.to.lid == who.lid && sent.to.qpn == who.qpn &&
+                method::is_response(sent.bytes[3]) && tid_of(sent.bytes) == tid &&
+                load_be16(sent.bytes, 16) == attr::kInformInfo) {
+                now.push_back(load_be16(sent.bytes, 4));
+                if (now.back() != 0)
+                    FUZZ_CHECK(sent.bytes[kSubscribeOffset] == 0); // o13-13.1.1
+            }
+        if (!answered) {
+            FUZZ_CHECK(now.empty()); // another port's: refused
+            return;
+        }
+        if (who.qpn <= 1 || !info.is_generic || info.trap_number == 0xffff) {
+            FUZZ_CHECK(now.size() == 1 && now[0] == status::kSaDenied);
+        } else if (info.subscribe > 1) {
+            FUZZ_CHECK(now.size() == 1 && now[0] == status::kSaReqInvalid);
+        } else if (info.subscribe == 0) {
+            FUZZ_CHECK(now.size() == 1 && (now[0] == 0 || now[0] == status::kSaReqInvalid));
+        }
+    }
+
+    // A Report(Notice) from the master (or from another LID), or the master's resend of the last.
+    void master_report() {
+        static constexpr std::uint16_t kTraps[] = {64,  65,  66,  67,  144, 145, 128, 128,
+                                                   129, 130, 131, 256, 64,  65,  0,   0xffff};
+        static constexpr std::uint16_t kIssuers[] = {test::kSmLid, 5, 9, 0x20};
+        static const sa::Gid kIssuerGids[] = {test::gid(0x100001), test::gid(0x100003), sa::Gid{},
+                                              test::gid(0x100001)};
+        const auto trap_sel = in_.u8();
+        const auto notice_sel = in_.u8();
+        const auto tid_sel = in_.u8();
+        if ((tid_sel & 0x80) && !last_report_.empty()) {
+            deliver({transport_.state.sm_lid, 1}, last_report_); // resent: not acknowledged yet?
+            return;
+        }
+        sa::Notice n;
+        n.is_generic = (notice_sel & 0xc0) != 0xc0;
+        n.type = (notice_sel & 1) ? 4 : 3;
+        n.producer_type = (notice_sel & 2) ? 1 : 4;
+        n.trap_number = kTraps[trap_sel & 15];
+        n.issuer_lid = kIssuers[(notice_sel >> 2) & 3];
+        n.issuer_gid = kIssuerGids[(notice_sel >> 4) & 3];
+        const auto g = test::gid(0x100000 + (trap_sel >> 4));
+        std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
+        SaMad r;
+        r.header.method = method::kReport;
+        r.header.attr_id = attr::kNotice;
+        r.header.tid = kReportTidBase + ++report_seq_;
+        r.sm_key = (tid_sel & 0x20) ? 0 : kMasterSmKey;
+        n.pack(r.data);
+        auto b = r.pack();
+        const Requester from{(tid_sel & 0x40) ? std::uint16_t{9} : transport_.state.sm_lid, 1};
+        if (from.lid == transport_.state.sm_lid)
+            last_report_ = b;
+        deliver(from, std::move(b));
+    }
+
+    // A client's ReportResp to one of the Reports sent on to it: right, wrong TID, wrong LID,
+    // wrong QPN.
+    void report_ack() {
+        const auto index = in_.u8();
+        const auto how = in_.u8();
+        if (fanout_order_.empty())
+            return;
+        const auto tid = fanout_order_[index % fanout_order_.size()];
+        const auto& r = fanout_.at(tid);
+        auto b = r.bytes;
+        b[3] = method::kReportResp;
+        Requester from{r.to.lid, r.to.qpn};
+        static constexpr std::uint16_t kOtherLids[] = {6, 9, test::kSmLid, 0};
+        switch (how & 3) {
+        case 1:
+            set_tid(b, tid + 1 + (how >> 2));
+            break;
+        case 2:
+            from.lid = kOtherLids[(how >> 2) & 3];
+            break;
+        case 3:
+            from.qpn = r.to.qpn + 1;
+            break;
+        default:
+            break;
+        }
+        deliver(from, std::move(b));
+    }
+
+    // The master answers one of localsad's InformInfo Sets: OK, an error, BUSY.
+    void master_inform_answer() {
+        const auto index = in_.u8();
+        const auto status_sel = in_.u8();
+        std::vector<const std::vector<std::uint8_t>*> sets;
+        for (const auto& q : upstream_)
+            if (q[3] == method::kSet && load_be16(q, 16) == attr::kInformInfo)
+                sets.push_back(&q);
+        if (sets.empty())
+            return;
+        static constexpr std::uint16_t kStatus[] = {0,
+                                                    0,
+                                                    0,
+                                                    status::kBusy,
+                                                    status::kSaReqInvalid,
+                                                    status::kSaNoResources,
+                                                    status::kSaDenied,
+                                                    0};
+        auto b = *sets[index % sets.size()];
+        b[3] = method::kGetResp;
+        store_be16(b, 4, (status_sel & 7) == 7 ? status_sel : kStatus[status_sel & 7]);
+        store_be64(b, 36, 0);
+        deliver({transport_.state.sm_lid, 1}, std::move(b));
+    }
+
+    // The master answers every query localsad sent it (OK), the clients acknowledge every Report
+    // in flight, timers run; until a round sends nothing new and leaves no timer ready. False when
+    // upstream queries are left in flight all the same: tries that were never sent, as there was
+    // no SM then (their timeout is an hour when it is not 0, so they neither expire nor can be
+    // answered; a 0 ms resubscribe retry may spin meanwhile, its Sets overflowing behind them).
+    bool drain() {
+        for (int round = 0; round < 32; ++round) {
+            for (const auto& q : std::exchange(unanswered_, {})) {
+                auto b = q;
+                b[3] = q[3] == method::kSet ? method::kGetResp : (q[3] | method::kResponseBit);
+                store_be16(b, 4, 0);
+                store_be64(b, 36, 0);
+                remember_master(b);
+                deliver({transport_.state.sm_lid, 1}, std::move(b));
+            }
+            for (auto& [tid, r] : fanout_) {
+                if (r.acked || r.sends >= config_.fanout.tries)
+                    continue;
+                auto b = r.bytes;
+                b[3] = method::kReportResp;
+                deliver({r.to.lid, r.to.qpn}, std::move(b));
+            }
+            const bool idle = poll();
+            check();
+            if (unanswered_.empty() && idle)
+                break;
+        }
+        const auto& up = sa_->upstream();
+        if (unanswered_.empty()) {
+            FUZZ_CHECK(sa_->report_fanout().in_flight() == 0);
+            if (up.outstanding() == 0 && up.queued() == 0)
+                return true;
+            if (config_.upstream.try_timeout.count() != 0 &&
+                sa_->counters().upstream_requests > upstream_sent_)
+                return false; // tries not sent
+        }
+        std::fprintf(stderr, "drain: %zu upstream outstanding, %zu queued, %zu Reports in flight\n",
+                     up.outstanding(), up.queued(), sa_->report_fanout().in_flight());
+        FUZZ_CHECK(!"drain: queries or Reports still in flight after 32 rounds");
+        return false;
+    }
+
+    void check_sets_answered() {
+        for (const auto& [key, n] : expected_answers_) {
+            const auto it = inform_answers_.find(key);
+            FUZZ_CHECK(it != inform_answers_.end() && it->second >= n);
+        }
     }
 
     void refresh() {
@@ -396,20 +777,34 @@ private:
         for (auto& s : transport_.take()) {
             const auto& b = s.bytes;
             FUZZ_CHECK(b.size() >= kSaHeaderSize);
+            if (debug())
+                std::fprintf(stderr, "  sent %s %s to LID %u QPN %#x TID %#llx status %#x\n",
+                             method_name(b[3]).c_str(), attr_name(load_be16(b, 16)).c_str(),
+                             s.to.lid, s.to.qpn, static_cast<unsigned long long>(tid_of(b)),
+                             load_be16(b, 4));
             if (method::is_response(b[3])) {
                 const auto it = requests_.find({s.to.lid, s.to.qpn});
                 FUZZ_CHECK(it != requests_.end());
                 FUZZ_CHECK(it->second.contains(tid_of(b)));
                 check_path_answer(s);
+                if (load_be16(b, 16) == attr::kInformInfo) {
+                    const std::tuple key{s.to.lid, s.to.qpn, tid_of(b)};
+                    FUZZ_CHECK(++inform_answers_[key] <= inform_requests_[key]);
+                }
+            } else if (b[3] == method::kReport) {
+                check_client_report(s);
             } else {
                 FUZZ_CHECK(s.to.lid == transport_.state.sm_lid);
                 FUZZ_CHECK(s.to.lid != 0 || tolerated("retry-to-lid0"));
                 FUZZ_CHECK(b[1] == mgmt_class::kSubnAdm);
                 const auto key = load_be64(b, 36);
                 FUZZ_CHECK(key == 0 || sm_keys_.contains(key));
+                ++upstream_sent_;
                 upstream_.push_back(b);
                 if (upstream_.size() > 64)
                     upstream_.erase(upstream_.begin());
+                if (coherence_)
+                    unanswered_.push_back(b);
             }
         }
         const auto& up = sa_->upstream();
@@ -418,6 +813,43 @@ private:
         FUZZ_CHECK(sa_->path_records().pending() <=
                    config_.upstream.max_outstanding + config_.upstream.max_queued);
         FUZZ_CHECK(sa_->cache().size() <= config_.cache_max_entries);
+        FUZZ_CHECK(sa_->client_subscriptions().size() <= config_.max_client_subscriptions);
+        FUZZ_CHECK(sa_->report_fanout().in_flight() <= config_.fanout.max_in_flight);
+    }
+
+    // A Report localsad sends on to a client of this port.
+    void check_client_report(const test::SentMad& s) {
+        const auto& b = s.bytes;
+        FUZZ_CHECK(b[1] == mgmt_class::kSubnAdm && load_be16(b, 16) == attr::kNotice);
+        FUZZ_CHECK(b.size() >= kSaHeaderSize + sa::Notice::kSize);
+        FUZZ_CHECK(s.to.qkey == kGsiQkey);
+        FUZZ_CHECK(load_be64(b, 36) == 0); // never the master's SM_Key
+        FUZZ_CHECK(load_be16(b, 4) == 0);
+        FUZZ_CHECK(s.to.qpn > 1 && own(s.to.lid));
+        const auto tid = static_cast<std::uint32_t>(tid_of(b));
+        if (const auto it = fanout_.find(tid); it != fanout_.end()) {
+            auto& r = it->second;
+            FUZZ_CHECK(!r.acked);
+            FUZZ_CHECK(r.to.lid == s.to.lid && r.to.qpn == s.to.qpn && r.bytes == b);
+            FUZZ_CHECK(++r.sends <= config_.fanout.tries);
+            return;
+        }
+        const std::vector<std::uint8_t> payload(b.begin() + kSaHeaderSize,
+                                                b.begin() + kSaHeaderSize + sa::Notice::kSize);
+        FUZZ_CHECK(master_notices_.contains(payload));
+        const auto notice = sa::Notice::unpack(payload);
+        const auto& table = sa_->client_subscriptions();
+        bool held = false;
+        for (std::size_t i = 0; i < table.size() && !held; ++i) {
+            const auto& sub = table.at(i);
+            held = sub.subscriber.lid == s.to.lid && sub.subscriber.qpn == s.to.qpn &&
+                   events::ClientSubscriptions::matches(sub.filter, notice);
+        }
+        FUZZ_CHECK(held);
+        fanout_.emplace(tid, ClientReport{s.to, b, 1, false});
+        fanout_order_.push_back(tid);
+        if (fanout_order_.size() > 64)
+            fanout_order_.erase(fanout_order_.begin());
     }
 
     void check_path_answer(const test::SentMad& s) {
@@ -439,11 +871,32 @@ private:
         }
     }
 
+    struct ClientReport {
+        transport::MadAddress to;
+        std::vector<std::uint8_t> bytes;
+        int sends = 0;
+        bool acked = false;
+    };
+    using SetKey = std::tuple<std::uint16_t, std::uint32_t, std::uint64_t>; // LID, QPN, TID
+
     Input& in_;
     boost::asio::io_context io_;
     test::FakeTransport transport_;
     LocalSaConfig config_;
     std::unique_ptr<LocalSa> sa_;
+    std::unique_ptr<coherence::Coherence> coherence_;
+    transport::PortState last_port_; // as Coherence last read it
+    std::uint64_t client_tid_ = kClientTidBase;
+    std::uint64_t report_seq_ = 0;
+    std::vector<std::uint8_t> last_report_;
+    std::map<SetKey, unsigned> inform_requests_; // InformInfo requests, any method
+    std::map<SetKey, unsigned> inform_answers_;
+    std::map<SetKey, unsigned> expected_answers_; // structured Sets from this port
+    std::set<std::vector<std::uint8_t>> master_notices_;
+    std::map<std::uint32_t, ClientReport> fanout_; // Reports sent on to clients, by TID
+    std::vector<std::uint32_t> fanout_order_;
+    std::vector<std::vector<std::uint8_t>> unanswered_; // upstream queries, for drain()
+    std::uint64_t upstream_sent_ = 0;                   // tries that reached the transport
     std::map<std::pair<std::uint16_t, std::uint32_t>, std::set<std::uint64_t>> requests_;
     std::set<std::uint64_t> sm_keys_;
     std::vector<std::vector<std::uint8_t>> upstream_;
@@ -466,5 +919,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     Harness h(in);
     for (int ops = 0; !in.empty() && ops < 256; ++ops)
         h.step();
+    h.debug_stats();
+    h.finish();
     return 0;
 }

@@ -140,6 +140,68 @@ def dispatch():
     }
     for name, ops in seqs.items():
         write("dispatch", name, bytes(ops))
+    events()
+
+
+# Client event subscriptions (dispatch flag 128: a Coherence on the LocalSa, then one more
+# configuration byte). Traps by index: 0-5 = 64 65 66 67 144 145, 6 = 128; 11 = 0xFFFF (Sets).
+EVENTS = 0x80
+
+
+def cset(who=0, trap=1, filt=0, sub=0):
+    """A client's InformInfo Set: who 0 = LID 5 QPN 0x48, 1 = QPN 0x49, 2 = QP1, 5 = LID 9;
+    sub 0 = subscribe, 1 = unsubscribe, 3 = Subscribe 2, 0xC0 = unsubscribe the held one."""
+    return [10, who, trap, filt, sub]
+
+
+def report(trap=1, notice=0, tid=0):
+    """A Report from the master; tid 0x80 = the master resends the last one."""
+    return [12, trap, notice, tid]
+
+
+def ack(index=0, how=0):
+    """A client's ReportResp: how 0 = right, 1 = wrong TID, 2 = wrong LID, 3 = wrong QPN."""
+    return [13, index, how]
+
+
+def inform_answer(index, status=0):
+    """The master answers localsad's index-th InformInfo Set: status 0 OK, 3 BUSY, 4 REQ_INVALID."""
+    return [14, index, status]
+
+
+RESYNC = [15]
+# The master confirms localsad's six own subscriptions (sent at start, 3 of them queued).
+OWN_CONFIRMED = sum((inform_answer(i) for i in range(6)), [])
+
+
+def events():
+    seqs = {
+        "events-own-trap": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(trap=1) + report(1) +
+                           report(1, tid=0x80) + ack() + report(1) + ack(1, 1) + ack(1, 2) +
+                           ack(1, 3) + cset(trap=1, sub=1) + report(1) + STATS,
+        "events-extra-trap": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(trap=6) +
+                             inform_answer(6) + report(6) + ack() + cset(who=1, trap=6) +
+                             cset(trap=6, sub=1) + cset(who=1, trap=6, sub=1) + STATS,
+        "events-refused": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(trap=6) +
+                          inform_answer(6, 4) + cset(trap=6) + inform_answer(7, 3) + POLL,
+        "events-timeout": [EVENTS | 1, ALL_LIMITS, 0] + cset(trap=6) + POLL + POLL + POLL,
+        "events-undelivered": [EVENTS, ALL_LIMITS, 0x40] + OWN_CONFIRMED + cset(trap=1) +
+                              report(1) + POLL + report(1) + POLL + report(1) + POLL + STATS,
+        "events-denied": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(who=2) +
+                         cset(trap=0x31) + cset(trap=11) + cset(sub=3) + cset(who=5) +
+                         cset(sub=1),
+        "events-full": [EVENTS, ALL_LIMITS, 0x04 | 0x10] + OWN_CONFIRMED + cset() + cset(who=1) +
+                       cset(who=4) + report(1) + report(1),
+        "events-no-subscribe": [EVENTS, ALL_LIMITS, 0x01] + cset(trap=1) + inform_answer(0) +
+                               report(1) + cset(sub=0xC0),
+        "events-resync": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(trap=6) +
+                         inform_answer(6) + port(4) + report(6) + port(0) + POLL,
+        "events-leave-then-resync": [EVENTS, ALL_LIMITS, 0] + OWN_CONFIRMED + cset(trap=6) +
+                                    cset(trap=6, sub=1) + RESYNC,
+        "events-resync-queue-full": [EVENTS, 0x00, 0] + resp(0) + cset(trap=6) + RESYNC,
+    }
+    for name, ops in seqs.items():
+        write("dispatch", name, bytes(ops))
 
 
 codec()

@@ -365,3 +365,71 @@ TEST_CASE("events: a client that leaves before the master answered still gets it
     CHECK(mad::tid_of(sent[1].bytes) == 0x90);
     CHECK(node.stats()["master_extra_subscriptions"] == 0);
 }
+
+TEST_CASE("events: a resync whose Sets fail at once answers the waiting client and renews the "
+          "other traps",
+          "[events]") {
+    // One query in flight at most, none queued: after the resync every Set fails at once
+    // (Overloaded) while the client's Set from before still occupies the slot. The failure of
+    // trap 128 answers the client, which releases the trap in the middle of renewing them all.
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig config;
+    config.upstream.max_outstanding = 1;
+    config.upstream.max_queued = 0;
+    LocalSa sa(io.get_executor(), transport, config);
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 0ms;
+    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coh.start(); // trap 64 goes out, the other five overflow (tried again later)
+    for (const auto& s : transport.take())
+        sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+
+    sa.dispatch(client_set(trap_filter(sa::trap::kLinkStateChange), 0xa0));
+    const auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    CHECK(up[0].to.lid == kSmLid);
+    const auto overflow = sa.counters().upstream_overflow;
+    coh.resync("test");
+    const auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.qpn == kClientQpn);
+    CHECK(mad::tid_of(sent[0].bytes) == 0xa0);
+    CHECK(status_of(sent[0].bytes) == mad::status::kBusy);
+    CHECK(sa.client_subscriptions().size() == 0);
+    // ClassPortInfo, the six own traps and 128: each tried once, none skipped.
+    CHECK(sa.counters().upstream_overflow - overflow == 8);
+}
+
+TEST_CASE("events: a client that left while its Set waited for the master still gets its "
+          "answer after a resync",
+          "[events]") {
+    Node node;
+    auto f128 = trap_filter(sa::trap::kLinkStateChange);
+    const auto up = only(node.set(f128, 0xb0));
+    auto off = f128;
+    off.subscribe = 0;
+    CHECK(status_of(only(node.set(off, 0xb1)).bytes) == 0);
+    // The master changes before it answered: the Set in flight is forgotten with it.
+    node.coh.resync("test");
+    node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
+    std::vector<SentMad> to_client;
+    int released = 0;
+    for (int round = 0; round < 3; ++round) {
+        for (const auto& s : node.transport.take()) {
+            if (s.to.qpn == kClientQpn) {
+                to_client.push_back(s);
+            } else if (s.bytes[3] == mad::method::kSet) {
+                const auto info = sa::InformInfo::unpack(mad::Bytes{s.bytes}.subspan(56));
+                released += info.trap_number == 128 && info.subscribe == 0;
+                node.sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    REQUIRE(to_client.size() == 1);
+    CHECK(mad::tid_of(to_client[0].bytes) == 0xb0);
+    CHECK(status_of(to_client[0].bytes) == 0);
+    CHECK(released == 1); // held at the new master after all: released again
+    CHECK(node.stats()["master_extra_subscriptions"] == 0);
+}

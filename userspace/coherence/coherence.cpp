@@ -137,7 +137,18 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
 }
 
 void Coherence::subscribe_all(bool subscribe) {
-    for (auto trap : wanted_) {
+    // Over a copy: a Set that fails at once (no SM, upstream queue full) answers the clients
+    // waiting for its trap, and they may release it (erasing it from wanted_ under the loop).
+    auto traps = wanted_;
+    // A trap the last client released while its Set was in flight has Sets waiting for the
+    // master's answer; a resync dropped that Set, so it is sent again for them (and released
+    // again once answered, see on_subscribed).
+    if (subscribe)
+        for (const auto& [trap, waiting] : waiting_)
+            traps.insert(trap);
+    for (auto trap : traps) {
+        if (!wanted_.contains(trap) && !(subscribe && waiting_.contains(trap)))
+            continue; // released meanwhile
         if (subscribe && (subscribed_.contains(trap) || in_flight_.contains(trap)))
             continue;
         send_subscription(trap, subscribe);

@@ -38,7 +38,7 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
       class_port_info_(upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)),
       client_subs_(config.max_client_subscriptions),
-      fanout_(executor, transport, counters_, client_subs_),
+      fanout_(executor, transport, counters_, client_subs_, config.fanout),
       inform_info_(transport, counters_, client_subs_) {
     fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
         inform_info_.on_delivery(to, delivered);

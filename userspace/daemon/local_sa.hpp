@@ -29,6 +29,8 @@ struct LocalSaConfig {
     std::size_t cache_max_entries = 1'000'000;
     // Event subscriptions clients of this port may hold at the local SA.
     std::size_t max_client_subscriptions = 1024;
+    // How Reports are sent on to those clients (tries, per-try timeout, in flight at most).
+    events::FanoutConfig fanout;
     bool answer_sminfo = false;
 };
 
@@ -62,6 +64,7 @@ public:
     sa::ClassPortInfoService& class_port_info() { return class_port_info_; }
     upstream::UpstreamClient& upstream() { return upstream_; }
     const events::ClientSubscriptions& client_subscriptions() const { return client_subs_; }
+    const events::ReportFanout& report_fanout() const { return fanout_; }
     transport::MadTransport& transport() { return transport_; }
     nlohmann::json stats() const;
 
