@@ -378,9 +378,9 @@ private:
             }
         }
         if (status == 0 && b.size() >= kSaHeaderSize && b[3] == method::kReportResp) {
-            // A client acknowledges one of our Reports (TID and LID): it is never sent again.
+            // A client acknowledges one of our Reports (TID, LID and QPN): never sent again.
             const auto it = fanout_.find(static_cast<std::uint32_t>(tid_of(b)));
-            if (it != fanout_.end() && it->second.to.lid == who.lid)
+            if (it != fanout_.end() && it->second.to.lid == who.lid && it->second.to.qpn == who.qpn)
                 it->second.acked = true;
         }
         if (debug() && b.size() >= 18)
@@ -435,8 +435,8 @@ private:
         const auto from_sel = in_.u8();
         if (upstream_.empty())
             return;
-        const auto& request = upstream_[index % upstream_.size()];
-        auto m = *SaMad::unpack(request);
+        const auto& sent = upstream_[index % upstream_.size()];
+        auto m = *SaMad::unpack(sent.bytes);
         m.header.method =
             (m.header.method == method::kSet ? method::kGet : m.header.method) | method::kResponseBit;
         static constexpr std::uint16_t kStatus[] = {0, 0, 0, status::kBusy, status::kSaNoRecords,
@@ -477,8 +477,10 @@ private:
         const auto len = in_.u8();
         if (len != 0)
             b.resize(std::min(b.size(), kSaHeaderSize + len));
-        remember_master(b);
-        const Requester from{(from_sel & 3) == 3 ? std::uint16_t{9} : transport_.state.sm_lid, 1};
+        const Requester from{(from_sel & 3) == 3 ? std::uint16_t{9} : sent.to, 1};
+        // An answer from another port is not the master's: nothing of it may reach a requester.
+        if (from.lid == sent.to)
+            remember_master(b);
         deliver(from, std::move(b));
     }
 
@@ -513,7 +515,7 @@ private:
 
     void failed_send() {
         // The MAD layer hands back one of our sends that failed (e.g. ETIMEDOUT).
-        auto b = upstream_.empty() ? std::vector<std::uint8_t>(kMadSize) : upstream_.back();
+        auto b = upstream_.empty() ? std::vector<std::uint8_t>(kMadSize) : upstream_.back().bytes;
         deliver({transport_.state.sm_lid, 1}, std::move(b), -110);
     }
 
@@ -694,9 +696,9 @@ private:
     void master_inform_answer() {
         const auto index = in_.u8();
         const auto status_sel = in_.u8();
-        std::vector<const std::vector<std::uint8_t>*> sets;
+        std::vector<const SentQuery*> sets;
         for (const auto& q : upstream_)
-            if (q[3] == method::kSet && load_be16(q, 16) == attr::kInformInfo)
+            if (q.bytes[3] == method::kSet && load_be16(q.bytes, 16) == attr::kInformInfo)
                 sets.push_back(&q);
         if (sets.empty())
             return;
@@ -708,11 +710,12 @@ private:
                                                     status::kSaNoResources,
                                                     status::kSaDenied,
                                                     0};
-        auto b = *sets[index % sets.size()];
+        const auto& set = *sets[index % sets.size()];
+        auto b = set.bytes;
         b[3] = method::kGetResp;
         store_be16(b, 4, (status_sel & 7) == 7 ? status_sel : kStatus[status_sel & 7]);
         store_be64(b, 36, 0);
-        deliver({transport_.state.sm_lid, 1}, std::move(b));
+        deliver({set.to, 1}, std::move(b));
     }
 
     // The master answers every query localsad sent it (OK), the clients acknowledge every Report
@@ -723,12 +726,12 @@ private:
     bool drain() {
         for (int round = 0; round < 32; ++round) {
             for (const auto& q : std::exchange(unanswered_, {})) {
-                auto b = q;
-                b[3] = q[3] == method::kSet ? method::kGetResp : (q[3] | method::kResponseBit);
+                auto b = q.bytes;
+                b[3] = b[3] == method::kSet ? method::kGetResp : (b[3] | method::kResponseBit);
                 store_be16(b, 4, 0);
                 store_be64(b, 36, 0);
                 remember_master(b);
-                deliver({transport_.state.sm_lid, 1}, std::move(b));
+                deliver({q.to, 1}, std::move(b));
             }
             for (auto& [tid, r] : fanout_) {
                 if (r.acked || r.sends >= config_.fanout.tries)
@@ -800,11 +803,11 @@ private:
                 const auto key = load_be64(b, 36);
                 FUZZ_CHECK(key == 0 || sm_keys_.contains(key));
                 ++upstream_sent_;
-                upstream_.push_back(b);
+                upstream_.push_back({b, s.to.lid});
                 if (upstream_.size() > 64)
                     upstream_.erase(upstream_.begin());
                 if (coherence_)
-                    unanswered_.push_back(b);
+                    unanswered_.push_back({b, s.to.lid});
             }
         }
         const auto& up = sa_->upstream();
@@ -895,11 +898,16 @@ private:
     std::set<std::vector<std::uint8_t>> master_notices_;
     std::map<std::uint32_t, ClientReport> fanout_; // Reports sent on to clients, by TID
     std::vector<std::uint32_t> fanout_order_;
-    std::vector<std::vector<std::uint8_t>> unanswered_; // upstream queries, for drain()
+    // A query localsad sent the master, and the SM LID it went to: only that port answers it.
+    struct SentQuery {
+        std::vector<std::uint8_t> bytes;
+        std::uint16_t to = 0;
+    };
+    std::vector<SentQuery> unanswered_; // upstream queries, for drain()
     std::uint64_t upstream_sent_ = 0;                   // tries that reached the transport
     std::map<std::pair<std::uint16_t, std::uint32_t>, std::set<std::uint64_t>> requests_;
     std::set<std::uint64_t> sm_keys_;
-    std::vector<std::vector<std::uint8_t>> upstream_;
+    std::vector<SentQuery> upstream_;
     std::set<std::vector<std::uint8_t>> master_answers_;
     std::set<std::vector<std::uint8_t>> master_records_;
 };

@@ -201,7 +201,9 @@ TEST_CASE("events: a client's subscription to a trap localsad holds is answered 
     SECTION("acknowledged: delivered, not sent again") {
         auto ack = fwd.bytes;
         ack[3] = mad::method::kReportResp;
-        node.sa.dispatch(from_lid(kOwnLid, ack));
+        auto in = from_lid(kOwnLid, ack);
+        in.from.qpn = kClientQpn;
+        node.sa.dispatch(in);
         node.io.run_for(700ms);
         CHECK(node.transport.take().empty());
         CHECK(node.sa.counters().reports_fanned_out == 1);
@@ -227,6 +229,18 @@ TEST_CASE("events: a client's subscription to a trap localsad holds is answered 
         CHECK(node.stats()["client_subscriptions"] == 0);
         // Trap 65 is localsad's own: it stays held at the master.
         CHECK(node.stats()["subscriptions"] == std::size(coherence::kSubscribedTraps));
+    }
+    SECTION("an acknowledgement from another QP of the client's LID does not count") {
+        auto ack = fwd.bytes;
+        ack[3] = mad::method::kReportResp;
+        auto in = from_lid(kOwnLid, ack);
+        in.from.qpn = kClientQpn + 1;
+        node.sa.dispatch(in);
+        CHECK(node.sa.counters().stray_responses == 1);
+        node.io.run_for(700ms);
+        CHECK(node.transport.take().size() == 2); // tried again, as if unanswered
+        CHECK(node.sa.counters().reports_fanned_out == 0);
+        CHECK(node.sa.counters().reports_undelivered == 1);
     }
     SECTION("a Report the filter does not match is not sent") {
         node.sa.dispatch(
@@ -300,6 +314,24 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         CHECK(r.to.qpn == kClientQpn);
         CHECK(status_of(r.bytes) == mad::status::kBusy);
         CHECK(node.stats()["client_subscriptions"] == 0);
+    }
+    SECTION("a repeated Set the master refuses after a resync keeps the working subscription") {
+        node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
+        node.transport.take();
+        node.coh.resync("test");
+        std::vector<std::uint8_t> renewal;
+        for (const auto& s : node.transport.take())
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo &&
+                sa::InformInfo::unpack(mad::Bytes{s.bytes}.subspan(56)).trap_number == 128)
+                renewal = s.bytes;
+        REQUIRE_FALSE(renewal.empty());
+        CHECK(node.set(f128, 0x84).empty()); // the repeat waits for the renewal
+        node.sa.dispatch(
+            from_lid(kSmLid, master_status_answer(renewal, mad::status::kSaNoResources)));
+        const auto& r = only(node.transport.take());
+        CHECK(mad::tid_of(r.bytes) == 0x84);
+        CHECK(status_of(r.bytes) == mad::status::kSaNoResources);
+        CHECK(node.stats()["client_subscriptions"] == 1); // still held for its next Reports
     }
     SECTION("a resync holds it again at the new master") {
         node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));

@@ -81,6 +81,40 @@ TEST_CASE("a PathRecord miss goes to the master once, then hits", "[local_sa]") 
     CHECK(f.sa->counters().upstream_requests == 1);
 }
 
+TEST_CASE("only an SM the query went to answers it", "[local_sa]") {
+    Fixture f;
+    f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005)));
+    const auto first = f.transport.take();
+    REQUIRE(first.size() == 1);
+    // Another port answers with the right TID: ignored.
+    f.deliver(from_lid(9, master_path_answer(first[0].bytes, 8)));
+    CHECK(f.transport.take().empty());
+    CHECK(f.sa->counters().upstream_wrong_source == 1);
+    CHECK(f.sa->counters().stray_responses == 1);
+
+    SECTION("the master's answer is taken") {
+        f.master_answers(first[0], 8);
+        const auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kOwnLid);
+        CHECK(mad::tid_of(sent[0].bytes) == 0x42);
+    }
+    SECTION("after an SM change the retry goes to the new SM, which alone answers it") {
+        f.transport.state.sm_lid = 2;
+        f.run_for(f.config.upstream.try_timeout + 50ms);
+        const auto retry = f.transport.take();
+        REQUIRE(retry.size() == 1);
+        CHECK(retry[0].to.lid == 2);
+        f.deliver(from_lid(kSmLid, master_path_answer(retry[0].bytes, 8)));
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().upstream_wrong_source == 2);
+        f.deliver(from_lid(2, master_path_answer(retry[0].bytes, 8)));
+        const auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kOwnLid);
+    }
+}
+
 TEST_CASE("identical misses in flight share one upstream query", "[local_sa]") {
     Fixture f;
     f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
@@ -403,6 +437,15 @@ TEST_CASE("Reports are acknowledged and handed on", "[local_sa]") {
     CHECK(sent[0].bytes[3] == mad::method::kReportResp);
     CHECK(mad::tid_of(sent[0].bytes) == 0x99);
     CHECK(traps == std::vector<std::uint16_t>{65});
+
+    SECTION("none is taken while the port knows no master, not even from LID 0") {
+        f.transport.state.sm_lid = 0;
+        r.header.tid = 0x9a;
+        f.deliver(from_lid(0, r.pack()));
+        CHECK(f.transport.take().empty());
+        CHECK(traps.size() == 1);
+        CHECK(f.sa->counters().foreign_refused == 1);
+    }
 }
 
 TEST_CASE("SMInfo is answered as a NOTACTIVE SM of priority 0", "[local_sa][sminfo]") {

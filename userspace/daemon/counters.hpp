@@ -23,6 +23,7 @@ namespace localsa {
     X(upstream_busy)                                                                               \
     X(upstream_overflow)                                                                           \
     X(upstream_late_responses)                                                                     \
+    X(upstream_wrong_source)                                                                       \
     X(proxied_requests)                                                                            \
     X(proxied_responses)                                                                           \
     X(malformed_dropped)                                                                           \

@@ -164,8 +164,11 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
 
 const char* LocalSa::foreign_reason(const transport::InboundMad& in) const {
     const auto& port = transport_.port();
-    if (in.bytes[3] == method::kReport)
+    if (in.bytes[3] == method::kReport) {
+        if (port.sm_lid == 0)
+            return "a Report while the port knows no master";
         return in.from.lid == port.sm_lid ? nullptr : "a Report not from the master";
+    }
     // The master takes the requester of a relayed query to be this port: its answer (PathRecord,
     // NodeRecord, ... filtered by the PKeys the requester shares) would be this port's, not the
     // asker's, and an InformInfo would subscribe this port. Neither may reach another port. Its

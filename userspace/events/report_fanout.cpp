@@ -81,7 +81,11 @@ void ReportFanout::transmit(std::uint32_t tid) {
 
 bool ReportFanout::handle_ack(const transport::InboundMad& ack) {
     const auto it = in_flight_.find(static_cast<std::uint32_t>(mad::tid_of(ack.bytes)));
-    if (it == in_flight_.end() || it->second.to.subscriber.lid != ack.from.lid)
+    if (it == in_flight_.end())
+        return false;
+    // The subscriber's own QP acknowledges; another process on its LID cannot.
+    const auto& to = it->second.to.subscriber;
+    if (to.lid != ack.from.lid || to.qpn != ack.from.qpn)
         return false;
     finish(it->first, true);
     return true;

@@ -67,7 +67,8 @@ void InformInfoService::answer(const transport::InboundMad& in, std::uint16_t st
 }
 
 void InformInfoService::subscribe(const transport::InboundMad& in, const InformInfo& info) {
-    switch (subscriptions_.add(in.from, info)) {
+    const auto added = subscriptions_.add(in.from, info);
+    switch (added) {
     case events::ClientSubscriptions::AddResult::Full:
         spdlog::warn("InformInfo Set (trap {}) from LID {} QPN {:#x}: {} client subscriptions "
                      "held already",
@@ -81,7 +82,8 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
     }
     // The client learns the outcome once the master holds the trap for this port (at once when
     // it does already).
-    master_->hold(info.trap_number, [this, in, info](std::uint16_t status) {
+    const bool is_new = added == events::ClientSubscriptions::AddResult::Added;
+    master_->hold(info.trap_number, [this, in, info, is_new](std::uint16_t status) {
         if (status == 0) {
             spdlog::info("client LID {} QPN {:#x} subscribed to trap {}", in.from.lid, in.from.qpn,
                          info.trap_number);
@@ -89,7 +91,10 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
             spdlog::warn("client LID {} QPN {:#x} not subscribed to trap {}: the master "
                          "answered {}",
                          in.from.lid, in.from.qpn, info.trap_number, mad::status_name(status));
-            forget(in.from, info);
+            // A repeated Set that fails here (no master, queue full) leaves the subscription
+            // the client already holds in place.
+            if (is_new)
+                forget(in.from, info);
         }
         answer(in, status);
     });

@@ -71,6 +71,7 @@ void UpstreamClient::transmit(Query& q) {
     master.lid = port.sm_lid;
     master.sl = port.sm_sl;
     ++counters_.upstream_requests;
+    q.sent_to = port.sm_lid;
     // No master right now (SM LID 0 after a port event): the try expires like a lost MAD and a
     // later try may reach the new master.
     if (port.sm_lid == 0 || !transport_.send(q.request, master, config_.try_timeout))
@@ -108,6 +109,12 @@ bool UpstreamClient::handle_response(const transport::InboundMad& in) {
     auto it = in_flight_.find(tid);
     if (it == in_flight_.end()) {
         ++counters_.upstream_late_responses;
+        return false;
+    }
+    // Only the SM this try went to answers it: TIDs are sequential after a random start, so
+    // another port could otherwise guess one and answer for the master.
+    if (in.from.lid != it->second->sent_to) {
+        ++counters_.upstream_wrong_source;
         return false;
     }
     ++counters_.upstream_responses;

@@ -63,6 +63,7 @@ private:
         int tries_left = 0;
         std::uint32_t tid = 0;
         std::unique_ptr<boost::asio::steady_timer> timer;
+        std::uint16_t sent_to = 0; // the SM LID of the try under this TID
     };
 
     void launch(std::unique_ptr<Query> query);
