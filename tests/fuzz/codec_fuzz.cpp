@@ -61,7 +61,8 @@ void fuzz_sa_mad(Bytes in) {
     const auto packed = m->pack();
     FUZZ_CHECK(packed.size() == std::max(kMadSize, in.size()));
     FUZZ_CHECK(std::equal(in.begin(), in.end(), packed.begin()));
-    FUZZ_CHECK(std::all_of(packed.begin() + in.size(), packed.end(), [](auto b) { return b == 0; }));
+    FUZZ_CHECK(
+        std::all_of(packed.begin() + in.size(), packed.end(), [](auto b) { return b == 0; }));
     const auto again = SaMad::unpack(packed);
     FUZZ_CHECK(again && again->header == m->header && again->rmpp == m->rmpp &&
                again->sm_key == m->sm_key && again->comp_mask == m->comp_mask);
@@ -73,8 +74,8 @@ void fuzz_sa_mad(Bytes in) {
     FUZZ_CHECK(equal_bytes(hb, in.first(kMadHeaderSize)));
     std::array<std::uint8_t, kSaHeaderSize> rb{};
     m->rmpp.pack(rb);
-    FUZZ_CHECK(equal_bytes(Bytes{rb}.subspan(kRmppHeaderOffset, 12),
-                           in.subspan(kRmppHeaderOffset, 12)));
+    FUZZ_CHECK(
+        equal_bytes(Bytes{rb}.subspan(kRmppHeaderOffset, 12), in.subspan(kRmppHeaderOffset, 12)));
 
     std::size_t total = 0;
     for (auto r : m->records()) {
@@ -100,12 +101,12 @@ void fuzz_sa_mad(Bytes in) {
 
 void fuzz_records(Bytes in) {
     // (byte, bits kept): reserved bits a record type does not carry.
-    record_round_trip<sa::PathRecord>(in, std::array<std::pair<std::size_t, std::uint8_t>, 1>{
-                                              {{44, 0x8f}}});
-    record_round_trip<sa::ClassPortInfo>(in, std::array<std::pair<std::size_t, std::uint8_t>, 1>{
-                                                 {{32, 0x00}}});
-    record_round_trip<sa::InformInfo>(in, std::array<std::pair<std::size_t, std::uint8_t>, 2>{
-                                              {{31, 0x1f}, {32, 0x00}}});
+    record_round_trip<sa::PathRecord>(
+        in, std::array<std::pair<std::size_t, std::uint8_t>, 1>{{{44, 0x8f}}});
+    record_round_trip<sa::ClassPortInfo>(
+        in, std::array<std::pair<std::size_t, std::uint8_t>, 1>{{{32, 0x00}}});
+    record_round_trip<sa::InformInfo>(
+        in, std::array<std::pair<std::size_t, std::uint8_t>, 2>{{{31, 0x1f}, {32, 0x00}}});
     record_round_trip<sa::McMemberRecord>(in, std::array<std::pair<std::size_t, std::uint8_t>, 3>{
                                                   {{49, 0x80}, {50, 0x00}, {51, 0x00}}});
     record_round_trip<sa::Notice>(in, std::array<std::pair<std::size_t, std::uint8_t>, 0>{});
@@ -120,8 +121,8 @@ void fuzz_records(Bytes in) {
         const auto parsed = sa::Gid::parse(g.str());
         FUZZ_CHECK(parsed && *parsed == g);
         FUZZ_CHECK(sa::Gid::from_parts(g.prefix(), g.guid()) == g);
-        FUZZ_CHECK(g.is_zero() == std::all_of(g.raw.begin(), g.raw.end(),
-                                              [](auto b) { return b == 0; }));
+        FUZZ_CHECK(g.is_zero() ==
+                   std::all_of(g.raw.begin(), g.raw.end(), [](auto b) { return b == 0; }));
     }
     // Text that is not a GID is refused, never a crash.
     const std::string_view text{reinterpret_cast<const char*>(in.data()),
@@ -251,10 +252,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const Bytes in{data + 1, size - 1};
     fuzz_sa_mad(in);
     switch (data[0] % 4) {
-    case 0: fuzz_records(in); break;
-    case 1: fuzz_masked(in); break;
-    case 2: fuzz_response_records(in); break;
-    case 3: fuzz_responses(in); break;
+    case 0:
+        fuzz_records(in);
+        break;
+    case 1:
+        fuzz_masked(in);
+        break;
+    case 2:
+        fuzz_response_records(in);
+        break;
+    case 3:
+        fuzz_responses(in);
+        break;
     }
     return 0;
 }

@@ -33,8 +33,8 @@
 //    aside); one to this port only carries records the master sent;
 //  - upstream outstanding <= max_outstanding, queued <= max_queued, PathRecord misses pending
 //    <= their sum, cache entries <= cache_max_entries.
-#include "fuzz_check.hpp"
 #include "fake_transport.hpp"
+#include "fuzz_check.hpp"
 
 #include "coherence/coherence.hpp"
 #include "daemon/local_sa.hpp"
@@ -105,7 +105,8 @@ private:
     std::size_t pos_ = 0;
 };
 
-std::vector<std::uint8_t> sa_request(std::uint8_t m, std::uint16_t attr_id, std::uint64_t mask = 0) {
+std::vector<std::uint8_t> sa_request(std::uint8_t m, std::uint16_t attr_id,
+                                     std::uint64_t mask = 0) {
     SaMad s;
     s.header.method = m;
     s.header.attr_id = attr_id;
@@ -128,10 +129,14 @@ std::vector<std::uint8_t> request_template(std::uint8_t which, std::uint8_t arg)
     const auto dguid = 0x100000 + (arg & 0xf);
     switch (which % 14) {
     case 0: { // PathRecord Get, with one of the masks that matter
-        static constexpr std::uint64_t kExtra[] = {
-            0, sa::pr_mask::kSl, sa::pr_mask::kServiceIdHigh, sa::pr_mask::kServiceId,
-            sa::pr_mask::kMtuSelector | sa::pr_mask::kMtu, sa::pr_mask::kPKey,
-            sa::pr_mask::kDlid, sa::pr_mask::kQosClass};
+        static constexpr std::uint64_t kExtra[] = {0,
+                                                   sa::pr_mask::kSl,
+                                                   sa::pr_mask::kServiceIdHigh,
+                                                   sa::pr_mask::kServiceId,
+                                                   sa::pr_mask::kMtuSelector | sa::pr_mask::kMtu,
+                                                   sa::pr_mask::kPKey,
+                                                   sa::pr_mask::kDlid,
+                                                   sa::pr_mask::kQosClass};
         return test::path_request(0, dguid, method::kGet, kExtra[(arg >> 4) & 7], arg >> 7);
     }
     case 1: { // PathRecord GetTable, the preload question (SGID only)
@@ -168,8 +173,8 @@ std::vector<std::uint8_t> request_template(std::uint8_t which, std::uint8_t arg)
         return b;
     }
     case 6: { // MCMemberRecord Set (join) or Delete (leave)
-        auto b = sa_request((arg & 1) ? method::kDelete : method::kSet, attr::kMcMemberRecord,
-                            0x1ffff);
+        auto b =
+            sa_request((arg & 1) ? method::kDelete : method::kSet, attr::kMcMemberRecord, 0x1ffff);
         sa::McMemberRecord mc;
         mc.mgid = sa::Gid::from_parts(0xff12401bffff0000ULL, 0x00000000ffffffffULL);
         mc.port_gid = test::gid(0x100003);
@@ -215,8 +220,8 @@ struct Requester {
     std::uint16_t lid;
     std::uint32_t qpn;
 };
-constexpr Requester kRequesters[] = {{5, 1},  {5, 0x48}, {9, 1}, {test::kSmLid, 1},
-                                     {6, 1},  {0, 1},    {0xffff, 1}, {2, 0x1234}};
+constexpr Requester kRequesters[] = {{5, 1}, {5, 0x48}, {9, 1},      {test::kSmLid, 1},
+                                     {6, 1}, {0, 1},    {0xffff, 1}, {2, 0x1234}};
 
 class Harness {
 public:
@@ -437,11 +442,16 @@ private:
             return;
         const auto& sent = upstream_[index % upstream_.size()];
         auto m = *SaMad::unpack(sent.bytes);
-        m.header.method =
-            (m.header.method == method::kSet ? method::kGet : m.header.method) | method::kResponseBit;
-        static constexpr std::uint16_t kStatus[] = {0, 0, 0, status::kBusy, status::kSaNoRecords,
+        m.header.method = (m.header.method == method::kSet ? method::kGet : m.header.method) |
+                          method::kResponseBit;
+        static constexpr std::uint16_t kStatus[] = {0,
+                                                    0,
+                                                    0,
+                                                    status::kBusy,
+                                                    status::kSaNoRecords,
                                                     status::kSaTooManyRecords,
-                                                    status::kSaReqInvalid, 0};
+                                                    status::kSaReqInvalid,
+                                                    0};
         m.header.status = (status_sel & 7) == 7 ? std::uint16_t(status_sel << 8 | status_sel >> 5)
                                                 : kStatus[status_sel & 7];
         m.sm_key = 0;
@@ -466,9 +476,10 @@ private:
             m.rmpp.type = rmpp::kTypeData;
             m.rmpp.flags = rmpp::kFlagActive | rmpp::kFlagFirst | rmpp::kFlagLast;
             const std::size_t d = n * 64;
-            m.rmpp.paylen_newwin = (rmpp_sel & 2) ? std::uint32_t{rmpp_sel} * 17
-                                                  : static_cast<std::uint32_t>(
-                                                        d + 20 * std::max<std::size_t>(1, (d + 199) / 200));
+            m.rmpp.paylen_newwin = (rmpp_sel & 2)
+                                       ? std::uint32_t{rmpp_sel} * 17
+                                       : static_cast<std::uint32_t>(
+                                             d + 20 * std::max<std::size_t>(1, (d + 199) / 200));
         }
         auto b = m.pack();
         if (!(rmpp_sel & 4))
@@ -488,7 +499,8 @@ private:
         if (b.size() < kSaHeaderSize)
             return;
         for (std::size_t off = kSaHeaderSize; off + 64 <= b.size(); off += 64)
-            master_records_.insert(std::vector<std::uint8_t>(b.begin() + off, b.begin() + off + 64));
+            master_records_.insert(
+                std::vector<std::uint8_t>(b.begin() + off, b.begin() + off + 64));
         set_tid(b, 0);
         master_answers_.insert(std::move(b));
     }
@@ -904,7 +916,7 @@ private:
         std::uint16_t to = 0;
     };
     std::vector<SentQuery> unanswered_; // upstream queries, for drain()
-    std::uint64_t upstream_sent_ = 0;                   // tries that reached the transport
+    std::uint64_t upstream_sent_ = 0;   // tries that reached the transport
     std::map<std::pair<std::uint16_t, std::uint32_t>, std::set<std::uint64_t>> requests_;
     std::set<std::uint64_t> sm_keys_;
     std::vector<SentQuery> upstream_;
@@ -916,7 +928,8 @@ private:
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     // Log everything into a null sink: the format strings run, nothing is printed.
-    auto logger = std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+    auto logger =
+        std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
     logger->set_level(spdlog::level::trace);
     spdlog::set_default_logger(logger);
     return 0;

@@ -37,9 +37,27 @@ struct HeaderValues {
 // Two value sets, the second the bitwise complement of the first within each field's width, so
 // that every bit of every field is 1 in one of them.
 HeaderValues values_a() {
-    return {0x5A, 0x03, 0xA5, 0x92, 0xA5C3, 0x5A3C, 0x0123456789ABCDEFULL, 0x0035, 0xBEEF,
-            0xDEADBEEF, 0x6C, 0x93, 0x15, 0x5, 0xC6, 0x89ABCDEF, 0x13579BDF,
-            0xFEDCBA9876543210ULL, 0x1234, 0x4321, 0x8000000000C0FFEEULL};
+    return {0x5A,
+            0x03,
+            0xA5,
+            0x92,
+            0xA5C3,
+            0x5A3C,
+            0x0123456789ABCDEFULL,
+            0x0035,
+            0xBEEF,
+            0xDEADBEEF,
+            0x6C,
+            0x93,
+            0x15,
+            0x5,
+            0xC6,
+            0x89ABCDEF,
+            0x13579BDF,
+            0xFEDCBA9876543210ULL,
+            0x1234,
+            0x4321,
+            0x8000000000C0FFEEULL};
 }
 HeaderValues complement(const HeaderValues& v) {
     HeaderValues c;
@@ -76,7 +94,8 @@ std::array<std::uint8_t, 200> data_pattern(std::uint8_t seed) {
 
 // Reference MAD: libibmad fields; umad_sa_packet for what libibmad has no field for
 // (ClassSpecific, the header's reserved word, the SA header's reserved word).
-std::vector<std::uint8_t> golden_mad(const HeaderValues& v, const std::array<std::uint8_t, 200>& d) {
+std::vector<std::uint8_t> golden_mad(const HeaderValues& v,
+                                     const std::array<std::uint8_t, 200>& d) {
     umad_sa_packet pkt;
     std::memset(&pkt, 0, sizeof pkt);
     static_assert(sizeof pkt == 256);
@@ -304,8 +323,8 @@ TEST_CASE("codec: SaMad::unpack rejects buffers shorter than the SA header", "[c
     const auto m = SaMad::unpack(Bytes{full.data(), kSaHeaderSize});
     REQUIRE(m.has_value());
     CHECK(m->data.empty());
-    CHECK(m->comp_mask == mad_get_field64(const_cast<std::uint8_t*>(full.data()), 0,
-                                          IB_SA_COMPMASK_F));
+    CHECK(m->comp_mask ==
+          mad_get_field64(const_cast<std::uint8_t*>(full.data()), 0, IB_SA_COMPMASK_F));
     // A header-only MAD packs back to a full MAD: header kept, data area zero.
     const auto packed = m->pack();
     REQUIRE(packed.size() == kMadSize);

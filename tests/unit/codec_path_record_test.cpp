@@ -1,7 +1,8 @@
 // Golden-byte tests for PathRecord (userspace/sa/path_record.*) and masked_path_record. Reference
 // bytes: libibmad's IB_SA_PR_* fields where libibmad defines them (DGID, SGID, DLID, SLID,
 // NumbPath, SL), umad_sa.h's selector packing for MTU/Rate/PacketLifeTime, and for the rest an
-// MSB-first bit writer placed at the IBA PathRecord bit offsets (cross-checked with libibmad below).
+// MSB-first bit writer placed at the IBA PathRecord bit offsets (cross-checked with libibmad
+// below).
 #include "mad/bytes.hpp"
 #include "sa/path_record.hpp"
 
@@ -60,16 +61,30 @@ struct PrField {
     unsigned len;
 };
 constexpr PrField kPrFields[] = {
-    {"ServiceID(high)", 0, 0, 32},  {"ServiceID(low)", 1, 32, 32}, {"DGID", 2, 64, 128},
-    {"SGID", 3, 192, 128},          {"DLID", 4, 320, 16},          {"SLID", 5, 336, 16},
-    {"RawTraffic", 6, 352, 1},      {"FlowLabel", 8, 356, 20},     {"HopLimit", 9, 376, 8},
-    {"TClass", 10, 384, 8},         {"Reversible", 11, 392, 1},    {"NumbPath", 12, 393, 7},
-    {"PKey", 13, 400, 16},          {"QoSClass", 14, 416, 12},     {"SL", 15, 428, 4},
-    {"MTUSelector", 16, 432, 2},    {"MTU", 17, 434, 6},           {"RateSelector", 18, 440, 2},
-    {"Rate", 19, 442, 6},           {"PktLifeSelector", 20, 448, 2}, {"PktLife", 21, 450, 6},
+    {"ServiceID(high)", 0, 0, 32},
+    {"ServiceID(low)", 1, 32, 32},
+    {"DGID", 2, 64, 128},
+    {"SGID", 3, 192, 128},
+    {"DLID", 4, 320, 16},
+    {"SLID", 5, 336, 16},
+    {"RawTraffic", 6, 352, 1},
+    {"FlowLabel", 8, 356, 20},
+    {"HopLimit", 9, 376, 8},
+    {"TClass", 10, 384, 8},
+    {"Reversible", 11, 392, 1},
+    {"NumbPath", 12, 393, 7},
+    {"PKey", 13, 400, 16},
+    {"QoSClass", 14, 416, 12},
+    {"SL", 15, 428, 4},
+    {"MTUSelector", 16, 432, 2},
+    {"MTU", 17, 434, 6},
+    {"RateSelector", 18, 440, 2},
+    {"Rate", 19, 442, 6},
+    {"PktLifeSelector", 20, 448, 2},
+    {"PktLife", 21, 450, 6},
     {"Preference", 22, 456, 8},
 };
-constexpr unsigned kReservedBit = 353, kReservedLen = 3;   // after RawTraffic
+constexpr unsigned kReservedBit = 353, kReservedLen = 3;  // after RawTraffic
 constexpr unsigned kTailReservedBit = 464, kTailLen = 48; // bytes 58..63
 
 struct PrValues {
@@ -91,8 +106,25 @@ PrValues values_a() {
             {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xa1, 0xb2, 0xc3},
             {0xfe, 0x80, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x11, 0x22, 0x33, 0x44,
              0x55, 0x66},
-            0xC001, 0x8F2A, 1, 0xABCDE, 0xA7, 0x5C, 1, 0x55, 0x8001, 0xA5A, 0xA, 2, 0x2A, 1, 0x15,
-            2, 0x25, 0xC3, {0xde, 0xad, 0xbe, 0xef, 0x01, 0x80}};
+            0xC001,
+            0x8F2A,
+            1,
+            0xABCDE,
+            0xA7,
+            0x5C,
+            1,
+            0x55,
+            0x8001,
+            0xA5A,
+            0xA,
+            2,
+            0x2A,
+            1,
+            0x15,
+            2,
+            0x25,
+            0xC3,
+            {0xde, 0xad, 0xbe, 0xef, 0x01, 0x80}};
 }
 template <typename T> T inv(T v, unsigned bits) {
     return static_cast<T>(~v & ((bits >= 64 ? ~0ULL : (1ULL << bits) - 1)));
@@ -100,9 +132,12 @@ template <typename T> T inv(T v, unsigned bits) {
 PrValues complement(const PrValues& v) {
     PrValues c = v;
     c.service_id = ~v.service_id;
-    for (auto& b : c.dgid) b = ~b;
-    for (auto& b : c.sgid) b = ~b;
-    for (auto& b : c.reserved) b = ~b;
+    for (auto& b : c.dgid)
+        b = ~b;
+    for (auto& b : c.sgid)
+        b = ~b;
+    for (auto& b : c.reserved)
+        b = ~b;
     c.dlid = inv(v.dlid, 16);
     c.slid = inv(v.slid, 16);
     c.raw_traffic = !v.raw_traffic;
@@ -221,8 +256,10 @@ TEST_CASE("codec: the test's IBA bit writer agrees with libibmad's PathRecord fi
     struct {
         MAD_FIELDS f;
         unsigned bit, len;
-    } const fields[] = {{IB_SA_PR_DLID_F, 320, 16}, {IB_SA_PR_SLID_F, 336, 16},
-                        {IB_SA_PR_NPATH_F, 393, 7}, {IB_SA_PR_SL_F, 428, 4}};
+    } const fields[] = {{IB_SA_PR_DLID_F, 320, 16},
+                        {IB_SA_PR_SLID_F, 336, 16},
+                        {IB_SA_PR_NPATH_F, 393, 7},
+                        {IB_SA_PR_SL_F, 428, 4}};
     std::mt19937 rng(5);
     for (const auto& f : fields) {
         for (int i = 0; i < 20; ++i) {
@@ -346,13 +383,28 @@ TEST_CASE("codec: PathRecord unpack->pack round-trips random records", "[codec][
 }
 
 TEST_CASE("codec: pr_mask bits are the IBA component mask bits", "[codec][path_record]") {
-    const std::uint64_t bits[] = {
-        pr_mask::kServiceIdHigh, pr_mask::kServiceIdLow, pr_mask::kDgid, pr_mask::kSgid,
-        pr_mask::kDlid, pr_mask::kSlid, pr_mask::kRawTraffic, pr_mask::kFlowLabel,
-        pr_mask::kHopLimit, pr_mask::kTClass, pr_mask::kReversible, pr_mask::kNumbPath,
-        pr_mask::kPKey, pr_mask::kQosClass, pr_mask::kSl, pr_mask::kMtuSelector, pr_mask::kMtu,
-        pr_mask::kRateSelector, pr_mask::kRate, pr_mask::kPacketLifeSelector,
-        pr_mask::kPacketLife, pr_mask::kPreference};
+    const std::uint64_t bits[] = {pr_mask::kServiceIdHigh,
+                                  pr_mask::kServiceIdLow,
+                                  pr_mask::kDgid,
+                                  pr_mask::kSgid,
+                                  pr_mask::kDlid,
+                                  pr_mask::kSlid,
+                                  pr_mask::kRawTraffic,
+                                  pr_mask::kFlowLabel,
+                                  pr_mask::kHopLimit,
+                                  pr_mask::kTClass,
+                                  pr_mask::kReversible,
+                                  pr_mask::kNumbPath,
+                                  pr_mask::kPKey,
+                                  pr_mask::kQosClass,
+                                  pr_mask::kSl,
+                                  pr_mask::kMtuSelector,
+                                  pr_mask::kMtu,
+                                  pr_mask::kRateSelector,
+                                  pr_mask::kRate,
+                                  pr_mask::kPacketLifeSelector,
+                                  pr_mask::kPacketLife,
+                                  pr_mask::kPreference};
     std::uint64_t all = 0;
     std::size_t i = 0;
     for (const auto& f : kPrFields) {
@@ -390,16 +442,36 @@ void check_mask_bit(int mask_bit) {
     const auto m = masked_path_record(ones, 1ULL << mask_bit);
     auto* mp = const_cast<std::uint8_t*>(m.data());
     switch (mask_bit) {
-    case 4: CHECK(mad_get_field(mp, 0, IB_SA_PR_DLID_F) == 0xffff); break;
-    case 5: CHECK(mad_get_field(mp, 0, IB_SA_PR_SLID_F) == 0xffff); break;
-    case 12: CHECK(mad_get_field(mp, 0, IB_SA_PR_NPATH_F) == 0x7f); break;
-    case 15: CHECK(mad_get_field(mp, 0, IB_SA_PR_SL_F) == 0xf); break;
-    case 16: CHECK(m[54] == umad_sa_set_rate_mtu_or_life(3, 0)); break;
-    case 17: CHECK(m[54] == umad_sa_set_rate_mtu_or_life(0, 0x3f)); break;
-    case 18: CHECK(m[55] == umad_sa_set_rate_mtu_or_life(3, 0)); break;
-    case 19: CHECK(m[55] == umad_sa_set_rate_mtu_or_life(0, 0x3f)); break;
-    case 20: CHECK(m[56] == umad_sa_set_rate_mtu_or_life(3, 0)); break;
-    case 21: CHECK(m[56] == umad_sa_set_rate_mtu_or_life(0, 0x3f)); break;
+    case 4:
+        CHECK(mad_get_field(mp, 0, IB_SA_PR_DLID_F) == 0xffff);
+        break;
+    case 5:
+        CHECK(mad_get_field(mp, 0, IB_SA_PR_SLID_F) == 0xffff);
+        break;
+    case 12:
+        CHECK(mad_get_field(mp, 0, IB_SA_PR_NPATH_F) == 0x7f);
+        break;
+    case 15:
+        CHECK(mad_get_field(mp, 0, IB_SA_PR_SL_F) == 0xf);
+        break;
+    case 16:
+        CHECK(m[54] == umad_sa_set_rate_mtu_or_life(3, 0));
+        break;
+    case 17:
+        CHECK(m[54] == umad_sa_set_rate_mtu_or_life(0, 0x3f));
+        break;
+    case 18:
+        CHECK(m[55] == umad_sa_set_rate_mtu_or_life(3, 0));
+        break;
+    case 19:
+        CHECK(m[55] == umad_sa_set_rate_mtu_or_life(0, 0x3f));
+        break;
+    case 20:
+        CHECK(m[56] == umad_sa_set_rate_mtu_or_life(3, 0));
+        break;
+    case 21:
+        CHECK(m[56] == umad_sa_set_rate_mtu_or_life(0, 0x3f));
+        break;
     case 2: {
         std::array<std::uint8_t, 16> g{};
         mad_get_array(mp, 0, IB_SA_PR_DGID_F, g.data());
@@ -412,7 +484,8 @@ void check_mask_bit(int mask_bit) {
         CHECK(std::all_of(g.begin(), g.end(), [](auto b) { return b == 0xff; }));
         break;
     }
-    default: break;
+    default:
+        break;
     }
     std::size_t ones_count = 0;
     for (auto b : m)
@@ -421,10 +494,10 @@ void check_mask_bit(int mask_bit) {
 }
 } // namespace
 
-#define MASK_BIT_TEST(bit, name)                                                               \
-    TEST_CASE("codec: masked_path_record keeps only " name " for mask bit " #bit,              \
-              "[codec][path_record][mask]") {                                                  \
-        check_mask_bit(bit);                                                                   \
+#define MASK_BIT_TEST(bit, name)                                                                   \
+    TEST_CASE("codec: masked_path_record keeps only " name " for mask bit " #bit,                  \
+              "[codec][path_record][mask]") {                                                      \
+        check_mask_bit(bit);                                                                       \
     }
 MASK_BIT_TEST(0, "ServiceID high half")
 MASK_BIT_TEST(1, "ServiceID low half")
@@ -485,8 +558,8 @@ TEST_CASE("codec: masked_path_record with undefined or combined mask bits",
     }
     SECTION("typical request: SGID+DGID+PKey+NumbPath") {
         const auto golden = golden_pr(values_a());
-        const auto m = masked_path_record(
-            golden, pr_mask::kSgid | pr_mask::kDgid | pr_mask::kPKey | pr_mask::kNumbPath);
+        const auto m = masked_path_record(golden, pr_mask::kSgid | pr_mask::kDgid | pr_mask::kPKey |
+                                                      pr_mask::kNumbPath);
         const auto p = PathRecord::unpack(m);
         CHECK(p.sgid.raw == values_a().sgid);
         CHECK(p.dgid.raw == values_a().dgid);

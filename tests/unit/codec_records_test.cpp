@@ -83,10 +83,9 @@ struct CpiValues {
     std::uint32_t tqp, tqkey;
 };
 CpiValues cpi_a() {
-    return {0x5A,       0xA5,   0xA5C3,   0x5A5A5A5, 0x15,     gid_pattern(0x3C), 0xA5,
-            0xA,        0x5A5A5, 0xC33C,  0x8001,    0x5A5A5A, 0x80010001,        gid_pattern(0xC3),
-            0x3C,       0x5,    0xA5A5A,  0x0FF0,    0x7FFE,   0xA5,              0x123456,
-            0x0BADCAFE};
+    return {0x5A,    0xA5,   0xA5C3, 0x5A5A5A5, 0x15,       gid_pattern(0x3C), 0xA5, 0xA,
+            0x5A5A5, 0xC33C, 0x8001, 0x5A5A5A,  0x80010001, gid_pattern(0xC3), 0x3C, 0x5,
+            0xA5A5A, 0x0FF0, 0x7FFE, 0xA5,      0x123456,   0x0BADCAFE};
 }
 CpiValues cpi_complement(const CpiValues& v) {
     CpiValues c;
@@ -261,13 +260,13 @@ struct IiValues {
     std::uint16_t begin, end, reserved;
     std::uint8_t is_generic, subscribe;
     std::uint16_t type, trap;
-    std::uint32_t qpn; // 24
-    std::uint8_t resp; // 5
+    std::uint32_t qpn;      // 24
+    std::uint8_t resp;      // 5
     std::uint32_t producer; // 24
 };
 IiValues ii_a() {
-    return {gid_pattern(0x5A), 0xC001, 0x3FFE, 0xA55A, 0x01, 0xA5, 0x5A3C, 0x0040,
-            0xA5A5A5, 0x15, 0x5A5A5A};
+    return {gid_pattern(0x5A), 0xC001, 0x3FFE,  0xA55A, 0x01, 0xA5, 0x5A3C, 0x0040,
+            0xA5A5A5,          0x15,   0x5A5A5A};
 }
 IiValues ii_complement(const IiValues& v) {
     return {inverted(v.gid),
@@ -532,8 +531,24 @@ struct McmValues {
     unsigned proxy;
 };
 McmValues mcm_a() {
-    return {gid_pattern(0xFF), gid_pattern(0x12), 0x80010002, 0xC00A, 2, 0x2A, 0xA5, 0x8001,
-            1, 0x15, 2, 0x25, 0xA, 0xABCDE, 0x5A, 0x5, 0xA, 1};
+    return {gid_pattern(0xFF),
+            gid_pattern(0x12),
+            0x80010002,
+            0xC00A,
+            2,
+            0x2A,
+            0xA5,
+            0x8001,
+            1,
+            0x15,
+            2,
+            0x25,
+            0xA,
+            0xABCDE,
+            0x5A,
+            0x5,
+            0xA,
+            1};
 }
 McmValues mcm_complement(const McmValues& v) {
     McmValues c = v;
@@ -685,8 +700,8 @@ TEST_CASE("codec: Gid parse, str, prefix and guid", "[codec][gid]") {
     CHECK(Gid::parse("FE80:0000:0000:0000:0002:C903:0000:0001") == g);
     CHECK(Gid::parse("ff12:401b:ffff::1")->prefix() == 0xff12401bffff0000ULL);
 
-    for (const char* bad : {"", "fe80", "fe80::1::2", "1.2.3.4", "fe80:0:0:0:0:0:0:0:1",
-                            "gggg::1", " fe80::1", "fe80::1 "})
+    for (const char* bad : {"", "fe80", "fe80::1::2", "1.2.3.4", "fe80:0:0:0:0:0:0:0:1", "gggg::1",
+                            " fe80::1", "fe80::1 "})
         CHECK_FALSE(Gid::parse(bad).has_value());
 
     // Ordering is by bytes, prefix first.
@@ -708,9 +723,9 @@ TEST_CASE("codec: Gid str/parse round-trips random GIDs", "[codec][gid]") {
 
 TEST_CASE("codec: resp_time_value_for_ms is the smallest covering 4.096us*2^v", "[codec][cpi]") {
     CHECK(resp_time_value_for_ms(0) == 0);
-    CHECK(resp_time_value_for_ms(1) == 8);     // 4.096us*2^8 = 1.048 ms
-    CHECK(resp_time_value_for_ms(2) == 9);     // 2.097 ms
-    CHECK(resp_time_value_for_ms(268) == 16);  // OpenSM's default 16 = 268.4 ms
+    CHECK(resp_time_value_for_ms(1) == 8);    // 4.096us*2^8 = 1.048 ms
+    CHECK(resp_time_value_for_ms(2) == 9);    // 2.097 ms
+    CHECK(resp_time_value_for_ms(268) == 16); // OpenSM's default 16 = 268.4 ms
     CHECK(resp_time_value_for_ms(269) == 17);
     CHECK(resp_time_value_for_ms(1000) == 18); // 1.07 s
     CHECK(resp_time_value_for_ms(2000) == 19); // 2.15 s

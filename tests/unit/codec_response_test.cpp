@@ -222,8 +222,8 @@ TEST_CASE("codec: error answers follow osm_sa_send_error", "[codec][response]") 
         {IB_MAD_METHOD_GET_TRACE_TABLE, 0x0039, IB_MAD_METHOD_GET_TRACE_TABLE_RESPONSE},
         {IB_MAD_METHOD_GET, CLASS_PORT_INFO, IB_MAD_METHOD_GET_RESPONSE},
     };
-    const std::uint16_t statuses[] = {0x0300, 0x0400, 0x0200, 0x0600, 0x000C, 0x0008, 0x0004,
-                                      0x0001, 0xFFFF};
+    const std::uint16_t statuses[] = {0x0300, 0x0400, 0x0200, 0x0600, 0x000C,
+                                      0x0008, 0x0004, 0x0001, 0xFFFF};
     for (const auto& c : cases) {
         for (auto st : statuses) {
             INFO("method " << int(c.method) << " attr " << c.attr << " status " << st);
@@ -262,7 +262,8 @@ TEST_CASE("codec: error answer to a short or long request is one MAD", "[codec][
         CHECK(std::all_of(out.begin() + 56, out.end(), [](auto b) { return b == 0; }));
     }
     SECTION("longer than one MAD") {
-        const auto req = make_request(rng, IB_MAD_METHOD_GETMULTI, UMAD_SA_ATTR_MULTI_PATH_REC, 600);
+        const auto req =
+            make_request(rng, IB_MAD_METHOD_GETMULTI, UMAD_SA_ATTR_MULTI_PATH_REC, 600);
         const auto out = make_error_response(req, 0x0300);
         REQUIRE(out.size() == 256);
         CHECK(out == expected_error_response(req, 0x0300));

@@ -45,7 +45,9 @@ public:
 inline constexpr std::uint16_t kOwnLid = 5;
 inline constexpr std::uint16_t kSmLid = 1;
 
-inline sa::Gid gid(std::uint64_t guid) { return sa::Gid::from_parts(0xfe80000000000000ULL, guid); }
+inline sa::Gid gid(std::uint64_t guid) {
+    return sa::Gid::from_parts(0xfe80000000000000ULL, guid);
+}
 
 // A SubnAdmGet(PathRecord) for SGID -> DGID, as a kernel consumer sends it.
 inline std::vector<std::uint8_t> path_request(std::uint64_t tid, std::uint64_t dguid,
@@ -103,6 +105,8 @@ inline std::vector<std::uint8_t> master_status_answer(const std::vector<std::uin
     return m.pack();
 }
 
-inline std::uint16_t status_of(const std::vector<std::uint8_t>& b) { return mad::load_be16(b, 4); }
+inline std::uint16_t status_of(const std::vector<std::uint8_t>& b) {
+    return mad::load_be16(b, 4);
+}
 
 } // namespace localsa::test

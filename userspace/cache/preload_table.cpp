@@ -62,8 +62,8 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return std::nullopt;
     if ((mask & kNumbPath) && (req[49] & 0x7f) == 0)
         return std::nullopt;
-    const auto pkey = (mask & kPKey) ? std::optional<std::uint16_t>{mad::load_be16(req, 50)}
-                                     : std::nullopt;
+    const auto pkey =
+        (mask & kPKey) ? std::optional<std::uint16_t>{mad::load_be16(req, 50)} : std::nullopt;
     auto it = tables_.find(pkey);
     if (it == tables_.end() || it->second.expires <= now)
         return std::nullopt;

@@ -37,9 +37,9 @@ public:
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =
         sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kDlid | sa::pr_mask::kSlid |
-        sa::pr_mask::kPKey | sa::pr_mask::kNumbPath | sa::pr_mask::kReversible |
-        sa::pr_mask::kSl | sa::pr_mask::kTClass | sa::pr_mask::kFlowLabel |
-        sa::pr_mask::kHopLimit | sa::pr_mask::kQosClass;
+        sa::pr_mask::kPKey | sa::pr_mask::kNumbPath | sa::pr_mask::kReversible | sa::pr_mask::kSl |
+        sa::pr_mask::kTClass | sa::pr_mask::kFlowLabel | sa::pr_mask::kHopLimit |
+        sa::pr_mask::kQosClass;
 
 private:
     struct Table {

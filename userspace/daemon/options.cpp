@@ -12,17 +12,17 @@ namespace po = boost::program_options;
 
 namespace {
 
-const char* kUsage = "Usage: localsad [options]\n"
-                     "\n"
-                     "A local InfiniBand Subnet Administrator for one HCA port: answers PathRecord\n"
-                     "queries from a cache kept coherent with the master SA and relays every other\n"
-                     "SA query to the master. See localsad(8).\n";
+const char* kUsage =
+    "Usage: localsad [options]\n"
+    "\n"
+    "A local InfiniBand Subnet Administrator for one HCA port: answers PathRecord\n"
+    "queries from a cache kept coherent with the master SA and relays every other\n"
+    "SA query to the master. See localsad(8).\n";
 
 template <typename T> void require_range(const char* name, T v, T lo, T hi) {
     if (v < lo || v > hi) {
         std::ostringstream msg;
-        msg << "--" << name << " must be between " << lo << " and " << hi << " (got " << v
-            << ")";
+        msg << "--" << name << " must be between " << lo << " and " << hi << " (got " << v << ")";
         throw UsageError(msg.str());
     }
 }
@@ -44,13 +44,13 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     bool no_subscribe = false, no_preload = false;
 
     po::options_description general("General");
-    general.add_options()("help,h", "print this help and exit")(
-        "version,V", "print the version and exit")(
+    general.add_options()("help,h", "print this help and exit")("version,V",
+                                                                "print the version and exit")(
         "config", po::value(&o.config_file), "read options from FILE (same names as the flags)")(
         "ca", po::value(&o.ca), "HCA to serve (default: the first)")(
-        "port", po::value(&o.port)->default_value(1), "HCA port to serve")(
-        "control", po::value(&o.control),
-        "control socket (default: /run/localsa/<ca>-<port>.sock)")(
+        "port", po::value(&o.port)->default_value(1),
+        "HCA port to serve")("control", po::value(&o.control),
+                             "control socket (default: /run/localsa/<ca>-<port>.sock)")(
         "log-level", po::value(&o.log_level)->default_value("info"),
         "trace, debug, info, warn, error, critical or off")(
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(

@@ -85,10 +85,14 @@ long long run_count(const std::string& cmd) {
 }
 
 nlohmann::json engine_json(const fleet::EngineResult& r) {
-    return {{"queries", r.queries},       {"answered", r.answered},
-            {"ok", r.ok},                 {"bad_status", r.bad_status},
-            {"wrong_answers", r.wrong},   {"timeouts", r.timeouts},
-            {"errors", r.errors()},       {"first_bad_status", r.first_bad_status},
+    return {{"queries", r.queries},
+            {"answered", r.answered},
+            {"ok", r.ok},
+            {"bad_status", r.bad_status},
+            {"wrong_answers", r.wrong},
+            {"timeouts", r.timeouts},
+            {"errors", r.errors()},
+            {"first_bad_status", r.first_bad_status},
             {"seconds", r.seconds},
             {"rate", r.seconds > 0 ? static_cast<double>(r.answered) / r.seconds : 0.0},
             {"latency_us", {{"p50", r.lat_p50_us}, {"p99", r.lat_p99_us}, {"max", r.lat_max_us}}}};
@@ -205,7 +209,8 @@ int main(int argc, char** argv) {
         boost::asio::io_context io;
         std::unique_ptr<fleet::SharedPort> shared;
         transport::UmadOptions uopt;
-        uopt.sa_server = false; // the fleet's port only asks; requests reach the LocalSas in-process
+        uopt.sa_server =
+            false; // the fleet's port only asks; requests reach the LocalSas in-process
         transport::UmadTransport wire(uopt, io.get_executor(), [&](transport::InboundMad in) {
             shared->on_wire(std::move(in));
         });
@@ -279,7 +284,8 @@ int main(int argc, char** argv) {
             return req;
         };
         auto job_check = [&](std::uint64_t q, mad::Bytes resp) {
-            if (resp[3] != mad::method::kGetResp || mad::load_be16(resp, 16) != mad::attr::kPathRecord)
+            if (resp[3] != mad::method::kGetResp ||
+                mad::load_be16(resp, 16) != mad::attr::kPathRecord)
                 return false;
             const auto rec = resp.subspan(mad::kSaHeaderSize);
             const auto& s = nodes[src_of(q)];
@@ -315,9 +321,11 @@ int main(int argc, char** argv) {
                 st.gid = nodes[i].gid;
                 st.pkeys = {0xffff};
                 transports.push_back(std::make_unique<fleet::NodeTransport>(
-                    *shared, st,
-                    [&engine](mad::Bytes b, const transport::MadAddress&) { engine.on_response(b); }));
-                sas.push_back(std::make_unique<LocalSa>(io.get_executor(), *transports.back(), cfg));
+                    *shared, st, [&engine](mad::Bytes b, const transport::MadAddress&) {
+                        engine.on_response(b);
+                    }));
+                sas.push_back(
+                    std::make_unique<LocalSa>(io.get_executor(), *transports.back(), cfg));
                 auto* sa = sas.back().get();
                 transports.back()->set_owner(
                     shared->add_owner([sa](transport::InboundMad in) { sa->dispatch(in); }));
@@ -393,8 +401,8 @@ int main(int argc, char** argv) {
                 j["local_sa_counters"] = counter_delta(c0, c1);
             j["rss_growth_kb"] = max_rss_kb() - rss0;
             results.push_back(j);
-            spdlog::info("{}: {} queries, {} ok, {} errors, {:.3f} s, master +{}", phase,
-                         r.queries, r.ok, r.errors(), r.seconds, j["master_pr_queries"].dump());
+            spdlog::info("{}: {} queries, {} ok, {} errors, {:.3f} s, master +{}", phase, r.queries,
+                         r.ok, r.errors(), r.seconds, j["master_pr_queries"].dump());
         }
         out["phases"] = results;
         if (!sas.empty()) {

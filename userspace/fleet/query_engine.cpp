@@ -33,7 +33,8 @@ EngineResult QueryEngine::run(std::uint64_t total, Submit submit, Check check) {
     result_.seconds = std::chrono::duration<double>(SteadyClock::now() - t0).count();
     if (!latencies_us_.empty()) {
         auto pct = [this](double p) {
-            const auto k = static_cast<std::size_t>(p * static_cast<double>(latencies_us_.size() - 1));
+            const auto k =
+                static_cast<std::size_t>(p * static_cast<double>(latencies_us_.size() - 1));
             std::nth_element(latencies_us_.begin(), latencies_us_.begin() + static_cast<long>(k),
                              latencies_us_.end());
             return static_cast<double>(latencies_us_[k]);

@@ -21,7 +21,7 @@ namespace localsa::fleet {
 struct EngineResult {
     std::uint64_t queries = 0;
     std::uint64_t answered = 0;
-    std::uint64_t ok = 0;       // status 0 and the checked contents right
+    std::uint64_t ok = 0; // status 0 and the checked contents right
     std::uint64_t bad_status = 0;
     std::uint64_t wrong = 0;    // status 0 but not the answer to the question
     std::uint64_t timeouts = 0; // no answer before the deadline (or the send failed)

@@ -22,12 +22,12 @@ namespace localsa::fleet {
 using Clock = std::chrono::steady_clock;
 
 struct SharedPortStats {
-    std::uint64_t requests_sent = 0;  // requests put on the wire
-    std::uint64_t responses = 0;      // matched to an owner
-    std::uint64_t unmatched = 0;      // responses with an unknown (or expired) TID
-    std::uint64_t expired = 0;        // requests that never got a response within the slot timeout
+    std::uint64_t requests_sent = 0; // requests put on the wire
+    std::uint64_t responses = 0;     // matched to an owner
+    std::uint64_t unmatched = 0;     // responses with an unknown (or expired) TID
+    std::uint64_t expired = 0;       // requests that never got a response within the slot timeout
     std::uint64_t send_failures = 0;
-    std::uint64_t others_sent = 0;    // non-requests (e.g. ReportResp) sent straight through
+    std::uint64_t others_sent = 0; // non-requests (e.g. ReportResp) sent straight through
     std::size_t max_in_flight_seen = 0;
     std::size_t max_queued_seen = 0;
 };

@@ -40,11 +40,18 @@ inline constexpr std::uint8_t kGetResp = kGet | kResponseBit;
 inline constexpr std::uint8_t kReportResp = kReport | kResponseBit;
 inline constexpr std::uint8_t kGetTableResp = kGetTable | kResponseBit;
 
-inline constexpr bool is_response(std::uint8_t m) { return (m & kResponseBit) != 0; }
+inline constexpr bool is_response(std::uint8_t m) {
+    return (m & kResponseBit) != 0;
+}
 // The request methods an SA (class 0x03) accepts.
 inline constexpr bool is_sa_request(std::uint8_t m) {
     switch (m) {
-    case kGet: case kSet: case kGetTable: case kGetTraceTable: case kGetMulti: case kDelete:
+    case kGet:
+    case kSet:
+    case kGetTable:
+    case kGetTraceTable:
+    case kGetMulti:
+    case kDelete:
     case kReport:
         return true;
     default:

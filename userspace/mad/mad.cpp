@@ -93,22 +93,37 @@ std::vector<Bytes> SaMad::records() const {
     return out;
 }
 
-std::uint64_t tid_of(Bytes mad) { return load_be64(mad, 8); }
-void set_tid(MutableBytes mad, std::uint64_t tid) { store_be64(mad, 8, tid); }
+std::uint64_t tid_of(Bytes mad) {
+    return load_be64(mad, 8);
+}
+void set_tid(MutableBytes mad, std::uint64_t tid) {
+    store_be64(mad, 8, tid);
+}
 
 std::string method_name(std::uint8_t m) {
     switch (m) {
-    case method::kGet: return "Get";
-    case method::kSet: return "Set";
-    case method::kSend: return "Send";
-    case method::kTrap: return "Trap";
-    case method::kReport: return "Report";
-    case method::kTrapRepress: return "TrapRepress";
-    case method::kGetTable: return "GetTable";
-    case method::kGetTraceTable: return "GetTraceTable";
-    case method::kGetMulti: return "GetMulti";
-    case method::kDelete: return "Delete";
-    default: break;
+    case method::kGet:
+        return "Get";
+    case method::kSet:
+        return "Set";
+    case method::kSend:
+        return "Send";
+    case method::kTrap:
+        return "Trap";
+    case method::kReport:
+        return "Report";
+    case method::kTrapRepress:
+        return "TrapRepress";
+    case method::kGetTable:
+        return "GetTable";
+    case method::kGetTraceTable:
+        return "GetTraceTable";
+    case method::kGetMulti:
+        return "GetMulti";
+    case method::kDelete:
+        return "Delete";
+    default:
+        break;
     }
     if (method::is_response(m))
         return method_name(m & ~method::kResponseBit) + "Resp";
@@ -119,17 +134,28 @@ std::string method_name(std::uint8_t m) {
 
 std::string attr_name(std::uint16_t a) {
     switch (a) {
-    case attr::kClassPortInfo: return "ClassPortInfo";
-    case attr::kNotice: return "Notice";
-    case attr::kInformInfo: return "InformInfo";
-    case attr::kNodeRecord: return "NodeRecord";
-    case attr::kPortInfoRecord: return "PortInfoRecord";
-    case attr::kSmInfo: return "SMInfo";
-    case attr::kServiceRecord: return "ServiceRecord";
-    case attr::kPathRecord: return "PathRecord";
-    case attr::kMcMemberRecord: return "MCMemberRecord";
-    case attr::kMultiPathRecord: return "MultiPathRecord";
-    default: break;
+    case attr::kClassPortInfo:
+        return "ClassPortInfo";
+    case attr::kNotice:
+        return "Notice";
+    case attr::kInformInfo:
+        return "InformInfo";
+    case attr::kNodeRecord:
+        return "NodeRecord";
+    case attr::kPortInfoRecord:
+        return "PortInfoRecord";
+    case attr::kSmInfo:
+        return "SMInfo";
+    case attr::kServiceRecord:
+        return "ServiceRecord";
+    case attr::kPathRecord:
+        return "PathRecord";
+    case attr::kMcMemberRecord:
+        return "MCMemberRecord";
+    case attr::kMultiPathRecord:
+        return "MultiPathRecord";
+    default:
+        break;
     }
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%04x", a);
@@ -138,21 +164,36 @@ std::string attr_name(std::uint16_t a) {
 
 std::string status_name(std::uint16_t s) {
     switch (s) {
-    case status::kOk: return "OK";
-    case status::kBusy: return "BUSY";
-    case status::kRedirect: return "REDIRECT";
-    case status::kBadVersion: return "BAD_VERSION";
-    case status::kUnsupportedMethod: return "UNSUP_METHOD";
-    case status::kUnsupportedMethodAttr: return "UNSUP_METHOD_ATTR";
-    case status::kInvalidField: return "INVALID_FIELD";
-    case status::kSaNoResources: return "NO_RESOURCES";
-    case status::kSaReqInvalid: return "REQ_INVALID";
-    case status::kSaNoRecords: return "NO_RECORDS";
-    case status::kSaTooManyRecords: return "TOO_MANY_RECORDS";
-    case status::kSaInvalidGid: return "REQ_INVALID_GID";
-    case status::kSaInsufficientComponents: return "INSUF_COMPS";
-    case status::kSaDenied: return "REQ_DENIED";
-    default: break;
+    case status::kOk:
+        return "OK";
+    case status::kBusy:
+        return "BUSY";
+    case status::kRedirect:
+        return "REDIRECT";
+    case status::kBadVersion:
+        return "BAD_VERSION";
+    case status::kUnsupportedMethod:
+        return "UNSUP_METHOD";
+    case status::kUnsupportedMethodAttr:
+        return "UNSUP_METHOD_ATTR";
+    case status::kInvalidField:
+        return "INVALID_FIELD";
+    case status::kSaNoResources:
+        return "NO_RESOURCES";
+    case status::kSaReqInvalid:
+        return "REQ_INVALID";
+    case status::kSaNoRecords:
+        return "NO_RECORDS";
+    case status::kSaTooManyRecords:
+        return "TOO_MANY_RECORDS";
+    case status::kSaInvalidGid:
+        return "REQ_INVALID_GID";
+    case status::kSaInsufficientComponents:
+        return "INSUF_COMPS";
+    case status::kSaDenied:
+        return "REQ_DENIED";
+    default:
+        break;
     }
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%04x", s);

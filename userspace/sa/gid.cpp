@@ -22,8 +22,12 @@ std::optional<Gid> Gid::parse(std::string_view text) {
     return g;
 }
 
-std::uint64_t Gid::prefix() const { return mad::load_be64(raw, 0); }
-std::uint64_t Gid::guid() const { return mad::load_be64(raw, 8); }
+std::uint64_t Gid::prefix() const {
+    return mad::load_be64(raw, 0);
+}
+std::uint64_t Gid::guid() const {
+    return mad::load_be64(raw, 8);
+}
 bool Gid::is_zero() const {
     return std::all_of(raw.begin(), raw.end(), [](auto b) { return b == 0; });
 }

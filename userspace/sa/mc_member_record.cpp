@@ -40,8 +40,7 @@ void McMemberRecord::pack(MutableBytes b) const {
     store_be16(b, 40, pkey);
     b[42] = static_cast<std::uint8_t>(rate_selector << 6 | (rate & 0x3f));
     b[43] = static_cast<std::uint8_t>(packet_life_selector << 6 | (packet_life & 0x3f));
-    store_be32(b, 44,
-               std::uint32_t(sl & 0xf) << 28 | (flow_label & 0xfffff) << 8 | hop_limit);
+    store_be32(b, 44, std::uint32_t(sl & 0xf) << 28 | (flow_label & 0xfffff) << 8 | hop_limit);
     b[48] = static_cast<std::uint8_t>(scope << 4 | (join_state & 0xf));
     b[49] = static_cast<std::uint8_t>(proxy_join << 7);
     b[50] = 0;

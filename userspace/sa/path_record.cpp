@@ -43,8 +43,7 @@ void PathRecord::pack(MutableBytes b) const {
     std::copy(sgid.raw.begin(), sgid.raw.end(), b.begin() + 24);
     store_be16(b, 40, dlid);
     store_be16(b, 42, slid);
-    store_be32(b, 44,
-               std::uint32_t{raw_traffic} << 31 | (flow_label & 0xfffff) << 8 | hop_limit);
+    store_be32(b, 44, std::uint32_t{raw_traffic} << 31 | (flow_label & 0xfffff) << 8 | hop_limit);
     b[48] = tclass;
     b[49] = static_cast<std::uint8_t>(reversible << 7 | (numb_path & 0x7f));
     store_be16(b, 50, pkey);

@@ -71,6 +71,6 @@ struct PathRecord {
 // The record with every field the component mask does not constrain zeroed: two requests with the
 // same mask and the same masked record ask the master the same question.
 std::array<std::uint8_t, PathRecord::kSize> masked_path_record(mad::Bytes record,
-                                                              std::uint64_t comp_mask);
+                                                               std::uint64_t comp_mask);
 
 } // namespace localsa::sa

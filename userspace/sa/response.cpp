@@ -90,8 +90,7 @@ ResponseRecords response_records(Bytes response, std::size_t record_size) {
     if (rmpp.active() && rmpp.paylen_newwin >= kSaHeaderAfterRmpp) {
         // The first segment's PayloadLength counts the SA header once per segment.
         constexpr std::size_t kSegmentPayload = kMadSize - kRmppHeaderOffset - 12; // 220
-        const std::size_t segments =
-            (rmpp.paylen_newwin + kSegmentPayload - 1) / kSegmentPayload;
+        const std::size_t segments = (rmpp.paylen_newwin + kSegmentPayload - 1) / kSegmentPayload;
         wanted = rmpp.paylen_newwin - segments * kSaHeaderAfterRmpp;
         if (wanted > available)
             out.complete = false;

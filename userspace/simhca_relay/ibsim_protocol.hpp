@@ -47,11 +47,11 @@ struct Ctl {
 static_assert(sizeof(Ctl) == 80);
 
 struct ClientInfo {
-    std::uint32_t id;    // our socket id in the call, the client index in the answer
+    std::uint32_t id; // our socket id in the call, the client index in the answer
     std::uint32_t qp;
-    std::uint32_t issm;  // 1: receive the node's unsolicited QP0/QP1 requests
+    std::uint32_t issm; // 1: receive the node's unsolicited QP0/QP1 requests
     char nodeid[32];
 };
 static_assert(sizeof(ClientInfo) == 44);
 
-}  // namespace simhca_relay::ibsim
+} // namespace simhca_relay::ibsim

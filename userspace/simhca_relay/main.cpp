@@ -21,23 +21,23 @@ int main(int argc, char** argv) {
         "every MAD between the kernel MAD layer and the fabric, and mirrors the port's\n"
         "attributes (LID, LMC, SM LID/SL, state, GID prefix, GUIDs, PKeys, CapabilityMask)\n"
         "from ibsim into the driver, which raises the matching port events.\n\nOptions");
-    desc.add_options()
-        ("help,h", "this help")
-        ("device,d", po::value(&opts.device)->required(), "simhca character device")
-        ("node,n", po::value(&opts.node)->required(), "ibsim node name (e.g. H1)")
-        ("sim-socket", po::value(&opts.sim_basename)->default_value(
-             std::getenv("IBSIM_SOCKNAME") ? std::getenv("IBSIM_SOCKNAME") : "sim"),
-         "ibsim socket name space (IBSIM_SOCKNAME)")
-        ("poll-ms", po::value(&opts.poll_ms)->default_value(100), "PortInfo mirror period")
-        ("connect-timeout-ms", po::value(&opts.connect_timeout_ms)->default_value(10000),
-         "how long to wait for ibsim")
-        ("drop-rate", po::value(&opts.drop_rate)->default_value(0.0),
-         "loss injection: drop this share (0..1) of the GMPs (every class but the SMP classes\n"
-         "0x01/0x81: SA, CM, ...) in each direction, to the fabric and to the kernel")
-        ("drop-seed", po::value(&opts.drop_seed)->default_value(1), "seed of the loss injection")
-        ("drop-rate-file", po::value(&opts.drop_rate_file),
-         "read the drop rate from this file every poll period (tests change it at run time)")
-        ("log-level", po::value(&level)->default_value("info"), "trace, debug, info, warn, error");
+    desc.add_options()("help,h", "this help")("device,d", po::value(&opts.device)->required(),
+                                              "simhca character device")(
+        "node,n", po::value(&opts.node)->required(), "ibsim node name (e.g. H1)")(
+        "sim-socket",
+        po::value(&opts.sim_basename)
+            ->default_value(std::getenv("IBSIM_SOCKNAME") ? std::getenv("IBSIM_SOCKNAME") : "sim"),
+        "ibsim socket name space (IBSIM_SOCKNAME)")(
+        "poll-ms", po::value(&opts.poll_ms)->default_value(100), "PortInfo mirror period")(
+        "connect-timeout-ms", po::value(&opts.connect_timeout_ms)->default_value(10000),
+        "how long to wait for ibsim")(
+        "drop-rate", po::value(&opts.drop_rate)->default_value(0.0),
+        "loss injection: drop this share (0..1) of the GMPs (every class but the SMP classes\n"
+        "0x01/0x81: SA, CM, ...) in each direction, to the fabric and to the kernel")(
+        "drop-seed", po::value(&opts.drop_seed)->default_value(1), "seed of the loss injection")(
+        "drop-rate-file", po::value(&opts.drop_rate_file),
+        "read the drop rate from this file every poll period (tests change it at run time)")(
+        "log-level", po::value(&level)->default_value("info"), "trace, debug, info, warn, error");
     po::variables_map vm;
     try {
         po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -70,10 +70,11 @@ int main(int argc, char** argv) {
         simhca_relay::Relay relay(opts);
         relay.run(stop_fd);
         const auto& c = relay.counters();
-        spdlog::info("stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
-                     "{} + {} dropped by loss injection",
-                     c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.dropped_to_fabric,
-                     c.dropped_to_kernel);
+        spdlog::info(
+            "stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
+            "{} + {} dropped by loss injection",
+            c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.dropped_to_fabric,
+            c.dropped_to_kernel);
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         return 1;

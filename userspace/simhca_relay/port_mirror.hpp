@@ -11,7 +11,7 @@ namespace simhca_relay {
 
 struct PortSnapshot {
     simhca_port port{};
-    bool client_rereg = false;  // PortInfo:ClientReregister
+    bool client_rereg = false; // PortInfo:ClientReregister
 };
 
 // node_info / port_info: the 64-byte attribute data of NodeInfo and PortInfo.
@@ -22,4 +22,4 @@ PortSnapshot make_snapshot(const std::array<std::uint8_t, 64>& node_info,
 bool same_port(const simhca_port& a, const simhca_port& b);
 std::string describe(const simhca_port& p);
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

@@ -15,38 +15,43 @@
 namespace simhca_relay {
 namespace {
 
-constexpr std::uint32_t kIsSm = 1u << 1;  // PortInfo:CapabilityMask.IsSM
+constexpr std::uint32_t kIsSm = 1u << 1; // PortInfo:CapabilityMask.IsSM
 
-std::uint16_t wire_lid(std::uint32_t field) { return ntohs(static_cast<std::uint16_t>(field)); }
+std::uint16_t wire_lid(std::uint32_t field) {
+    return ntohs(static_cast<std::uint16_t>(field));
+}
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+    return std::strerror(errno);
+}
 
-}  // namespace
+} // namespace
 
 Relay::Relay(Options opts)
-    : opts_(std::move(opts)),
-      tids_(0),
-      loss_(opts_.drop_rate, opts_.drop_seed) {
+    : opts_(std::move(opts)), tids_(0), loss_(opts_.drop_rate, opts_.drop_seed) {
     dev_fd_ = ::open(opts_.device.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (dev_fd_ < 0) throw std::runtime_error("open " + opts_.device + ": " + errno_text());
+    if (dev_fd_ < 0)
+        throw std::runtime_error("open " + opts_.device + ": " + errno_text());
     try {
-        sim_ = std::make_unique<SimClient>(opts_.sim_basename, static_cast<std::uint32_t>(::getpid()),
-                                           opts_.node, true, opts_.connect_timeout_ms);
+        sim_ =
+            std::make_unique<SimClient>(opts_.sim_basename, static_cast<std::uint32_t>(::getpid()),
+                                        opts_.node, true, opts_.connect_timeout_ms);
     } catch (...) {
         ::close(dev_fd_);
         throw;
     }
     tids_ = TidTranslator(sim_->id());
     node_info_ = sim_->node_info();
-    spdlog::info("{} attached to ibsim node \"{}\" as client {} (SM slot)", opts_.device, sim_->node(),
-                 sim_->id());
+    spdlog::info("{} attached to ibsim node \"{}\" as client {} (SM slot)", opts_.device,
+                 sim_->node(), sim_->id());
     mirror_port();
 }
 
 Relay::~Relay() {
     is_sm_.reset();
     sim_.reset();
-    if (dev_fd_ >= 0) ::close(dev_fd_);
+    if (dev_fd_ >= 0)
+        ::close(dev_fd_);
 }
 
 void Relay::write_device(const simhca_msg& m) {
@@ -58,13 +63,16 @@ void Relay::from_device() {
     for (;;) {
         simhca_msg m{};
         const ssize_t n = ::read(dev_fd_, &m, sizeof m);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-        if (n != static_cast<ssize_t>(sizeof m)) throw std::runtime_error("read " + opts_.device + ": " + errno_text());
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n != static_cast<ssize_t>(sizeof m))
+            throw std::runtime_error("read " + opts_.device + ": " + errno_text());
         if (m.type == SIMHCA_MSG_CAPMASK) {
             set_local_capmask(m.capmask.local_cap_mask);
             continue;
         }
-        if (m.type != SIMHCA_MSG_MAD) continue;
+        if (m.type != SIMHCA_MSG_MAD)
+            continue;
         ibsim::Packet p{};
         p.dlid = htons(m.mad.dlid);
         p.slid = htons(m.mad.slid);
@@ -75,13 +83,15 @@ void Relay::from_device() {
         std::memcpy(p.mad, m.mad.data, std::min<std::size_t>(m.mad.length, sizeof p.mad));
         if (loss_.drop(p.mad)) {
             ++counters_.dropped_to_fabric;
-            spdlog::trace("dropped (loss injection) -> dlid {} class 0x{:02x}", m.mad.dlid, p.mad[1]);
+            spdlog::trace("dropped (loss injection) -> dlid {} class 0x{:02x}", m.mad.dlid,
+                          p.mad[1]);
             continue;
         }
         tids_.outgoing(p.mad);
-        spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid, m.mad.dqpn,
-                      p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
-        if (!sim_->send(p)) throw std::runtime_error("ibsim send: " + errno_text());
+        spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid,
+                      m.mad.dqpn, p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
+        if (!sim_->send(p))
+            throw std::runtime_error("ibsim send: " + errno_text());
         ++counters_.to_fabric;
     }
 }
@@ -91,12 +101,14 @@ void Relay::from_fabric(SimClient& c) {
         if (p->status) {
             // ibsim returns what it could not route with a status: the wire drops it
             ++counters_.undeliverable;
-            spdlog::debug("undeliverable MAD to lid {} (status {})", wire_lid(p->dlid), ntohl(p->status));
+            spdlog::debug("undeliverable MAD to lid {} (status {})", wire_lid(p->dlid),
+                          ntohl(p->status));
             continue;
         }
         if (loss_.drop(p->mad)) {
             ++counters_.dropped_to_kernel;
-            spdlog::trace("dropped (loss injection) <- slid {} class 0x{:02x}", wire_lid(p->slid), p->mad[1]);
+            spdlog::trace("dropped (loss injection) <- slid {} class 0x{:02x}", wire_lid(p->slid),
+                          p->mad[1]);
             continue;
         }
         simhca_msg m{};
@@ -116,8 +128,8 @@ void Relay::from_fabric(SimClient& c) {
         tids_.incoming(p->mad);
         std::memcpy(m.mad.data, p->mad, sizeof m.mad.data);
         m.mad.length = sizeof m.mad.data;
-        spdlog::trace("<- slid {} sqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.slid, m.mad.sqpn,
-                      p->mad[1], p->mad[3], p->mad[16] << 8 | p->mad[17]);
+        spdlog::trace("<- slid {} sqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.slid,
+                      m.mad.sqpn, p->mad[1], p->mad[3], p->mad[16] << 8 | p->mad[17]);
         write_device(m);
         ++counters_.to_kernel;
     }
@@ -164,25 +176,36 @@ void Relay::mirror_port() {
 void Relay::run(int stop_fd) {
     auto next_poll = std::chrono::steady_clock::now();
     for (;;) {
-        pollfd fds[4] = {{dev_fd_, POLLIN, 0}, {sim_->data_fd(), POLLIN, 0}, {-1, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-        if (is_sm_) fds[2].fd = is_sm_->data_fd();
+        pollfd fds[4] = {{dev_fd_, POLLIN, 0},
+                         {sim_->data_fd(), POLLIN, 0},
+                         {-1, POLLIN, 0},
+                         {stop_fd, POLLIN, 0}};
+        if (is_sm_)
+            fds[2].fd = is_sm_->data_fd();
         const auto now = std::chrono::steady_clock::now();
-        const int wait = static_cast<int>(
-            std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - now).count()));
+        const int wait = static_cast<int>(std::max<std::int64_t>(
+            0, std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - now).count()));
         const int n = ::poll(fds, 4, wait);
-        if (n < 0 && errno != EINTR) throw std::runtime_error("poll: " + errno_text());
-        if (n > 0 && fds[3].revents) return;
+        if (n < 0 && errno != EINTR)
+            throw std::runtime_error("poll: " + errno_text());
+        if (n > 0 && fds[3].revents)
+            return;
         if (n > 0) {
-            if (fds[0].revents & (POLLERR | POLLHUP)) throw std::runtime_error(opts_.device + " closed");
-            if (fds[1].revents) from_fabric(*sim_);
-            if (fds[2].revents && is_sm_) from_fabric(*is_sm_);
-            if (fds[0].revents & POLLIN) from_device();
+            if (fds[0].revents & (POLLERR | POLLHUP))
+                throw std::runtime_error(opts_.device + " closed");
+            if (fds[1].revents)
+                from_fabric(*sim_);
+            if (fds[2].revents && is_sm_)
+                from_fabric(*is_sm_);
+            if (fds[0].revents & POLLIN)
+                from_device();
         }
         if (std::chrono::steady_clock::now() >= next_poll) {
             mirror_port();
             if (!opts_.drop_rate_file.empty() && loss_.reload_from(opts_.drop_rate_file))
-                spdlog::info("loss injection: dropping {} of the GMPs in each direction ({} dropped so far)",
-                             loss_.rate(), counters_.dropped_to_fabric + counters_.dropped_to_kernel);
+                spdlog::info(
+                    "loss injection: dropping {} of the GMPs in each direction ({} dropped so far)",
+                    loss_.rate(), counters_.dropped_to_fabric + counters_.dropped_to_kernel);
             next_poll = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.poll_ms);
             if (next_poll > next_expire_) {
                 tids_.expire(std::chrono::seconds(120));
@@ -192,4 +215,4 @@ void Relay::run(int stop_fd) {
     }
 }
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

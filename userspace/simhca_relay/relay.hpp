@@ -15,14 +15,14 @@
 namespace simhca_relay {
 
 struct Options {
-    std::string device;          // /dev/simhcaN
-    std::string node;            // ibsim node name
-    std::string sim_basename;    // ibsim socket name space
-    int poll_ms = 100;           // PortInfo mirror period
+    std::string device;       // /dev/simhcaN
+    std::string node;         // ibsim node name
+    std::string sim_basename; // ibsim socket name space
+    int poll_ms = 100;        // PortInfo mirror period
     int connect_timeout_ms = 10000;
-    double drop_rate = 0;          // share of GMPs dropped in each direction (loss.hpp)
+    double drop_rate = 0; // share of GMPs dropped in each direction (loss.hpp)
     std::uint64_t drop_seed = 1;
-    std::string drop_rate_file;    // if set: the rate is read from it every poll period
+    std::string drop_rate_file; // if set: the rate is read from it every poll period
 };
 
 struct Counters {
@@ -55,8 +55,8 @@ private:
 
     Options opts_;
     int dev_fd_ = -1;
-    std::unique_ptr<SimClient> sim_;     // the node's SM slot: every request for the port
-    std::unique_ptr<SimClient> is_sm_;   // present while the kernel has IsSM set
+    std::unique_ptr<SimClient> sim_;   // the node's SM slot: every request for the port
+    std::unique_ptr<SimClient> is_sm_; // present while the kernel has IsSM set
     TidTranslator tids_;
     LossInjector loss_;
     std::optional<PortSnapshot> last_;
@@ -65,4 +65,4 @@ private:
     std::chrono::steady_clock::time_point next_expire_{};
 };
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

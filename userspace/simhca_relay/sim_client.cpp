@@ -24,7 +24,8 @@ socklen_t make_addr(sockaddr_un& a, const std::string& name) {
 
 int dgram_socket(const std::string& bind_name) {
     const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
+    if (fd < 0)
+        throw std::runtime_error("socket: " + std::string(std::strerror(errno)));
     sockaddr_un a{};
     const socklen_t len = make_addr(a, bind_name);
     if (::bind(fd, reinterpret_cast<sockaddr*>(&a), len) < 0) {
@@ -47,12 +48,13 @@ void connect_retry(int fd, const std::string& name, int timeout_ms) {
     }
 }
 
-}  // namespace
+} // namespace
 
 SimClient::SimClient(std::string basename, std::uint32_t sock_id, const std::string& node,
                      bool issm, int connect_timeout_ms, std::uint32_t qp)
     : basename_(std::move(basename)), qp_(qp) {
-    if (qp == 1) throw std::invalid_argument("ibsim client qp must be 0 or above 1");
+    if (qp == 1)
+        throw std::invalid_argument("ibsim client qp must be 0 or above 1");
     const std::string id = std::to_string(sock_id);
     ctl_fd_ = dgram_socket(basename_ + ":ctl" + id);
     try {
@@ -70,10 +72,12 @@ SimClient::SimClient(std::string basename, std::uint32_t sock_id, const std::str
         client_id_ = static_cast<int>(info.id);
         node_.assign(info.nodeid, strnlen(info.nodeid, sizeof info.nodeid));
         if (node_ != node)
-            throw std::runtime_error("ibsim attached us to \"" + node_ + "\", not \"" + node + "\"");
+            throw std::runtime_error("ibsim attached us to \"" + node_ + "\", not \"" + node +
+                                     "\"");
         connect_retry(data_fd_, basename_ + ":out" + std::to_string(client_id_), 2000);
     } catch (...) {
-        if (data_fd_ >= 0) ::close(data_fd_);
+        if (data_fd_ >= 0)
+            ::close(data_fd_);
         ::close(ctl_fd_);
         throw;
     }
@@ -86,8 +90,10 @@ SimClient::~SimClient() {
         } catch (...) {
         }
     }
-    if (data_fd_ >= 0) ::close(data_fd_);
-    if (ctl_fd_ >= 0) ::close(ctl_fd_);
+    if (data_fd_ >= 0)
+        ::close(data_fd_);
+    if (ctl_fd_ >= 0)
+        ::close(ctl_fd_);
 }
 
 void SimClient::ctl(std::uint32_t type, void* data, std::uint32_t len) {
@@ -96,14 +102,18 @@ void SimClient::ctl(std::uint32_t type, void* data, std::uint32_t len) {
     c.clientid = client_id_ < 0 ? 0 : static_cast<std::uint32_t>(client_id_);
     c.type = type;
     c.len = len;
-    if (len) std::memcpy(c.data, data, len);
+    if (len)
+        std::memcpy(c.data, data, len);
     if (::send(ctl_fd_, &c, sizeof c, 0) != sizeof c)
         throw std::runtime_error("ibsim ctl send: " + std::string(std::strerror(errno)));
     ibsim::Ctl r{};
     if (::recv(ctl_fd_, &r, sizeof r, 0) != sizeof r)
-        throw std::runtime_error("ibsim ctl: no answer (" + std::string(std::strerror(errno)) + ")");
-    if (r.type == ibsim::kCtlError) throw std::runtime_error("ibsim ctl " + std::to_string(type) + " refused");
-    if (len) std::memcpy(data, r.data, len);
+        throw std::runtime_error("ibsim ctl: no answer (" + std::string(std::strerror(errno)) +
+                                 ")");
+    if (r.type == ibsim::kCtlError)
+        throw std::runtime_error("ibsim ctl " + std::to_string(type) + " refused");
+    if (len)
+        std::memcpy(data, r.data, len);
 }
 
 std::array<std::uint8_t, 64> SimClient::node_info() {
@@ -113,7 +123,7 @@ std::array<std::uint8_t, 64> SimClient::node_info() {
 }
 
 std::array<std::uint8_t, 64> SimClient::port_info() {
-    std::array<std::uint8_t, 64> d{};  // d[0] = 0: the client's own port
+    std::array<std::uint8_t, 64> d{}; // d[0] = 0: the client's own port
     ctl(ibsim::kCtlGetPortInfo, d.data(), d.size());
     return d;
 }
@@ -134,16 +144,19 @@ void SimClient::set_issm(bool on) {
 
 bool SimClient::send(const ibsim::Packet& p) {
     for (;;) {
-        if (::send(data_fd_, &p, sizeof p, 0) == sizeof p) return true;
-        if (errno != EINTR) return false;
+        if (::send(data_fd_, &p, sizeof p, 0) == sizeof p)
+            return true;
+        if (errno != EINTR)
+            return false;
     }
 }
 
 std::optional<ibsim::Packet> SimClient::receive() {
     ibsim::Packet p{};
     const ssize_t n = ::recv(data_fd_, &p, sizeof p, MSG_DONTWAIT);
-    if (n != sizeof p) return std::nullopt;
+    if (n != sizeof p)
+        return std::nullopt;
     return p;
 }
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

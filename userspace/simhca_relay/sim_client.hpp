@@ -17,8 +17,8 @@ public:
     // qp: 0 (QP0/QP1 traffic: responses by TID, requests only with issm), or a UD QP number
     // above 1: ibsim then also delivers the MADs sent to that QP of the port to this client.
     // Waits up to connect_timeout_ms for ibsim to appear. Throws std::runtime_error.
-    SimClient(std::string basename, std::uint32_t sock_id, const std::string& node,
-              bool issm, int connect_timeout_ms, std::uint32_t qp = 0);
+    SimClient(std::string basename, std::uint32_t sock_id, const std::string& node, bool issm,
+              int connect_timeout_ms, std::uint32_t qp = 0);
     ~SimClient();
     SimClient(const SimClient&) = delete;
     SimClient& operator=(const SimClient&) = delete;
@@ -30,7 +30,7 @@ public:
 
     std::array<std::uint8_t, 64> node_info();
     std::array<std::uint8_t, 64> port_info();
-    std::array<std::uint16_t, 32> pkeys();  // host order
+    std::array<std::uint16_t, 32> pkeys(); // host order
     void set_issm(bool on);
 
     bool send(const ibsim::Packet& p);
@@ -48,4 +48,4 @@ private:
     std::uint32_t qp_ = 0;
 };
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

@@ -10,37 +10,48 @@ constexpr std::uint16_t kAckFlag = 0x8000;
 
 std::uint64_t get_tid(const std::uint8_t* m) {
     std::uint64_t t = 0;
-    for (int i = 8; i < 16; ++i) t = t << 8 | m[i];
+    for (int i = 8; i < 16; ++i)
+        t = t << 8 | m[i];
     return t;
 }
 void set_tid(std::uint8_t* m, std::uint64_t t) {
-    for (int i = 15; i >= 8; --i, t >>= 8) m[i] = static_cast<std::uint8_t>(t);
+    for (int i = 15; i >= 8; --i, t >>= 8)
+        m[i] = static_cast<std::uint8_t>(t);
 }
-std::uint16_t get_stamp(const std::uint8_t* m) { return static_cast<std::uint16_t>(m[18] << 8 | m[19]); }
+std::uint16_t get_stamp(const std::uint8_t* m) {
+    return static_cast<std::uint16_t>(m[18] << 8 | m[19]);
+}
 void set_stamp(std::uint8_t* m, std::uint16_t v) {
     m[18] = static_cast<std::uint8_t>(v >> 8);
     m[19] = static_cast<std::uint8_t>(v);
 }
-bool is_smp(const std::uint8_t* m) { return m[1] == kClassSmpLid || m[1] == kClassSmpDr; }
-bool is_response(const std::uint8_t* m) { return m[3] & 0x80; }
+bool is_smp(const std::uint8_t* m) {
+    return m[1] == kClassSmpLid || m[1] == kClassSmpDr;
+}
+bool is_response(const std::uint8_t* m) {
+    return m[3] & 0x80;
+}
 
-}  // namespace
+} // namespace
 
 void TidTranslator::outgoing(std::uint8_t* m) {
     const std::uint64_t tid = get_tid(m);
     const std::uint64_t low = tid & kLowMask;
     const auto top = static_cast<std::uint16_t>(tid >> 48);
 
-    if (m[1] == kClassSmpDr) m[6] = 0;  // hop pointer
+    if (m[1] == kClassSmpDr)
+        m[6] = 0; // hop pointer
 
     if (!is_response(m)) {
         // a request: ibsim puts our index in the upper bits; remember what they were
         auto [it, fresh] = mine_.try_emplace(low, Entry{top, -1, {}});
-        if (!fresh) it->second.orig_top = top;
+        if (!fresh)
+            it->second.orig_top = top;
         it->second.when = std::chrono::steady_clock::now();
         return;
     }
-    if (is_smp(m)) return;
+    if (is_smp(m))
+        return;
 
     auto it = mine_.find(low);
     if (it != mine_.end() && it->second.orig_top == top) {
@@ -57,16 +68,18 @@ void TidTranslator::outgoing(std::uint8_t* m) {
 void TidTranslator::incoming(std::uint8_t* m) {
     if (m[1] == kClassSmpDr) {
         const std::uint8_t hop_cnt = m[7];
-        const bool returning = m[4] & 0x80;  // D bit
+        const bool returning = m[4] & 0x80; // D bit
         m[6] = returning ? (hop_cnt ? 1 : 0) : hop_cnt;
     }
-    if (!is_response(m)) return;
+    if (!is_response(m))
+        return;
 
     const std::uint64_t tid = get_tid(m);
     const std::uint64_t low = tid & kLowMask;
     const auto top = static_cast<int>(tid >> 48);
     const std::uint16_t stamp = is_smp(m) ? 0 : get_stamp(m);
-    if (!is_smp(m)) set_stamp(m, 0);
+    if (!is_smp(m))
+        set_stamp(m, 0);
 
     if (stamp & kAckFlag) {
         // an ACK for a response we sent: the transfer's TID carried the requester's index
@@ -76,7 +89,8 @@ void TidTranslator::incoming(std::uint8_t* m) {
     }
     auto it = mine_.find(low);
     if (it != mine_.end() && top == my_id_) {
-        if (stamp) it->second.peer = stamp - 1;
+        if (stamp)
+            it->second.peer = stamp - 1;
         it->second.when = std::chrono::steady_clock::now();
         set_tid(m, static_cast<std::uint64_t>(it->second.orig_top) << 48 | low);
     }
@@ -87,4 +101,4 @@ void TidTranslator::expire(std::chrono::seconds older_than) {
     std::erase_if(mine_, [&](const auto& kv) { return kv.second.when < limit; });
 }
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

@@ -35,11 +35,11 @@ public:
 private:
     struct Entry {
         std::uint16_t orig_top;
-        int peer;  // responder's client index, -1 until learned
+        int peer; // responder's client index, -1 until learned
         std::chrono::steady_clock::time_point when;
     };
     int my_id_;
-    std::unordered_map<std::uint64_t, Entry> mine_;  // key: TID low 48 bits
+    std::unordered_map<std::uint64_t, Entry> mine_; // key: TID low 48 bits
 };
 
-}  // namespace simhca_relay
+} // namespace simhca_relay

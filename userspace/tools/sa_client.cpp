@@ -73,8 +73,8 @@ std::optional<transport::InboundMad> SaClient::receive(std::chrono::milliseconds
     return in;
 }
 
-std::optional<std::vector<std::uint8_t>>
-SaClient::query(mad::Bytes request, std::uint16_t lid, std::chrono::milliseconds timeout) {
+std::optional<std::vector<std::uint8_t>> SaClient::query(mad::Bytes request, std::uint16_t lid,
+                                                         std::chrono::milliseconds timeout) {
     if (!send(request, lid, timeout))
         return std::nullopt;
     const auto want = mad::tid_of(request) & mad::kTidLowMask;

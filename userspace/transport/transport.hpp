@@ -52,9 +52,7 @@ struct PortState {
 
     bool active() const { return state == 4; }
     // True when `lid` is one of this port's LIDs (base LID plus LMC path bits).
-    bool owns_lid(std::uint16_t l) const {
-        return lid != 0 && l >= lid && l < lid + (1u << lmc);
-    }
+    bool owns_lid(std::uint16_t l) const { return lid != 0 && l >= lid && l < lid + (1u << lmc); }
     bool operator==(const PortState&) const = default;
 };
 

@@ -64,13 +64,13 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
                              std::to_string(port_.port) + ": " + std::strerror(-fd_) +
                              " (root needed for /dev/infiniband/umad*)");
     using namespace mad;
-    sa_agent_ = register_agent(fd_, mgmt_class::kSubnAdm, kSaClassVersion, rmpp::kVersion,
-                               options.sa_server
-                                   ? std::initializer_list<std::uint8_t>{method::kGet,
-                                         method::kSet, method::kGetTable,
-                                         method::kGetTraceTable, method::kGetMulti,
-                                         method::kDelete, method::kReport}
-                                   : std::initializer_list<std::uint8_t>{});
+    sa_agent_ = register_agent(
+        fd_, mgmt_class::kSubnAdm, kSaClassVersion, rmpp::kVersion,
+        options.sa_server
+            ? std::initializer_list<std::uint8_t>{method::kGet, method::kSet, method::kGetTable,
+                                                  method::kGetTraceTable, method::kGetMulti,
+                                                  method::kDelete, method::kReport}
+            : std::initializer_list<std::uint8_t>{});
     if (options.claim_issm) {
         smp_lid_agent_ = register_agent(fd_, mgmt_class::kSubnLid, kSmpClassVersion, 0,
                                         {method::kGet, method::kSet, method::kTrapRepress});
@@ -83,8 +83,8 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
             (issm_fd_ = ::open(path, O_RDWR)) < 0)
             throw TransportError("cannot open the issm device of " + port_.ca);
     }
-    spdlog::info("umad: {} port {} LID {} SM LID {} GID {} (agents: SA {}{})", port_.ca,
-                 port_.port, port_.lid, port_.sm_lid, port_.gid.str(), sa_agent_,
+    spdlog::info("umad: {} port {} LID {} SM LID {} GID {} (agents: SA {}{})", port_.ca, port_.port,
+                 port_.lid, port_.sm_lid, port_.gid.str(), sa_agent_,
                  options.claim_issm ? ", SMP, IsSM" : "");
 }
 
@@ -98,7 +98,9 @@ UmadTransport::~UmadTransport() {
         umad_close_port(fd_);
 }
 
-void UmadTransport::start() { receiver_ = std::thread([this] { receive_loop(); }); }
+void UmadTransport::start() {
+    receiver_ = std::thread([this] { receive_loop(); });
+}
 
 void UmadTransport::receive_loop() {
     int capacity = static_cast<int>(mad::kMadSize) * 8;
@@ -138,9 +140,8 @@ void UmadTransport::receive_loop() {
         const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
         in.bytes.assign(data, data + std::min(len, capacity));
 
-        boost::asio::post(executor_, [this, in = std::move(in)]() mutable {
-            handler_(std::move(in));
-        });
+        boost::asio::post(executor_,
+                          [this, in = std::move(in)]() mutable { handler_(std::move(in)); });
     }
 }
 

@@ -15,9 +15,9 @@
 namespace localsa::transport {
 
 struct UmadOptions {
-    std::string ca;   // empty: the first CA
-    int port = 0;     // 0: the first active port
-    bool sa_server = true;      // receive unsolicited SA requests (the local SA)
+    std::string ca;        // empty: the first CA
+    int port = 0;          // 0: the first active port
+    bool sa_server = true; // receive unsolicited SA requests (the local SA)
     // ibsim only: claim IsSM on the port once every agent is registered (ibsim hands unsolicited
     // requests only to a port's SM client) and answer the master's SMInfo polls.
     bool claim_issm = false;

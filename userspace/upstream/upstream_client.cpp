@@ -12,8 +12,8 @@ namespace localsa::upstream {
 UpstreamClient::UpstreamClient(boost::asio::any_io_executor executor,
                                transport::MadTransport& transport, Counters& counters,
                                UpstreamConfig config)
-    : executor_(std::move(executor)), transport_(transport), counters_(counters),
-      config_(config), tid_counter_(std::random_device{}()) {}
+    : executor_(std::move(executor)), transport_(transport), counters_(counters), config_(config),
+      tid_counter_(std::random_device{}()) {}
 
 UpstreamClient::~UpstreamClient() {
     for (auto& [tid, q] : in_flight_)

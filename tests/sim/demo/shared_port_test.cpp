@@ -10,7 +10,9 @@
 using namespace localsa;
 
 namespace {
-std::vector<std::uint8_t> request(std::uint64_t tid) { return test::path_request(tid, 0x200); }
+std::vector<std::uint8_t> request(std::uint64_t tid) {
+    return test::path_request(tid, 0x200);
+}
 transport::MadAddress sm() {
     transport::MadAddress a;
     a.lid = test::kSmLid;
@@ -23,8 +25,10 @@ TEST_CASE("shared port: colliding owner TIDs are remapped and restored") {
     test::FakeTransport wire;
     fleet::SharedPort port(io.get_executor(), wire, 8, std::chrono::milliseconds{1000});
     std::vector<std::uint64_t> got_a, got_b;
-    const auto a = port.add_owner([&](transport::InboundMad in) { got_a.push_back(mad::tid_of(in.bytes)); });
-    const auto b = port.add_owner([&](transport::InboundMad in) { got_b.push_back(mad::tid_of(in.bytes)); });
+    const auto a =
+        port.add_owner([&](transport::InboundMad in) { got_a.push_back(mad::tid_of(in.bytes)); });
+    const auto b =
+        port.add_owner([&](transport::InboundMad in) { got_b.push_back(mad::tid_of(in.bytes)); });
     REQUIRE(port.send(a, request(0x77), sm(), std::chrono::milliseconds{200}));
     REQUIRE(port.send(b, request(0x77), sm(), std::chrono::milliseconds{200}));
     auto sent = wire.take();
@@ -53,7 +57,8 @@ TEST_CASE("shared port: at most max_in_flight on the wire, the rest queued in or
     test::FakeTransport wire;
     fleet::SharedPort port(io.get_executor(), wire, 3, std::chrono::milliseconds{1000});
     std::vector<std::uint64_t> got;
-    const auto o = port.add_owner([&](transport::InboundMad in) { got.push_back(mad::tid_of(in.bytes)); });
+    const auto o =
+        port.add_owner([&](transport::InboundMad in) { got.push_back(mad::tid_of(in.bytes)); });
     for (std::uint64_t t = 1; t <= 10; ++t)
         REQUIRE(port.send(o, request(t), sm(), std::chrono::milliseconds{200}));
     CHECK(wire.sent.size() == 3);
