@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# docs/localsad.md (the man page) documents every option localsad and localsactl accept and every
+# counter localsad reports.
+#   tests/lint/docs.sh BIN_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:?usage: tests/lint/docs.sh BIN_DIR}
+doc=docs/localsad.md
+missing=0
+for tool in localsad localsactl; do
+    options=$("$bin/$tool" --help 2>&1 | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
+    [[ -n "$options" ]] || { echo "docs: $tool --help lists no options" >&2; exit 1; }
+    for o in $options; do
+        if ! grep -qE -- "\`$o[\` ]|$o[ =]" "$doc"; then
+            echo "docs: $tool option $o is not in $doc" >&2
+            missing=1
+        fi
+    done
+done
+counters=$(grep -oE '^\s*X\([a-z_]+\)' userspace/daemon/counters.hpp | grep -oE '[a-z_]+\)' | tr -d ')')
+[[ -n "$counters" ]] || { echo "docs: no counters found in userspace/daemon/counters.hpp" >&2; exit 1; }
+for c in $counters; do
+    if ! grep -q "\`$c\`" "$doc"; then
+        echo "docs: counter $c is not in $doc" >&2
+        missing=1
+    fi
+done
+((missing == 0)) || exit 1
+echo "docs: every option of localsad and localsactl and $(wc -w <<<"$counters") counters documented"

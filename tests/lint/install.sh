@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# A staged install (DESTDIR) holds what an administrator needs, and the pieces agree: the
+# binaries, the man page (rendered by man), the systemd unit naming the installed binary, docs.
+#   tests/lint/install.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "${1:?usage: tests/lint/install.sh BUILD_DIR}" && pwd)
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+fail() { echo "install: $*" >&2; exit 1; }
+
+DESTDIR=$stage cmake --install "$build" >/dev/null
+prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+root=$stage$prefix
+
+for f in sbin/localsad bin/localsactl; do
+    [[ -x $root/$f ]] || fail "$prefix/$f missing"
+done
+"$root/sbin/localsad" --version | grep -q '^localsad ' || fail "installed localsad --version"
+
+unit=$root/lib/systemd/system/localsad@.service
+[[ -f $unit ]] || fail "localsad@.service missing"
+exe=$(sed -n 's/^ExecStart=.*exec \([^ ]*\) .*/\1/p' "$unit")
+[[ -n $exe && -x $stage$exe ]] || fail "the unit starts '$exe', which the install does not hold"
+grep -q '^Documentation=man:localsad(8)' "$unit" || fail "the unit names no man page"
+
+[[ -f $root/share/doc/localsa/localsad.md ]] || fail "docs missing"
+
+if command -v go-md2man >/dev/null; then
+    man8=$root/share/man/man8
+    [[ -f $man8/localsad.8 && -f $man8/localsactl.8 ]] || fail "man pages missing"
+    if command -v man >/dev/null; then
+        page=$(MANWIDTH=100 man -l "$man8/localsad.8" 2>/dev/null)
+        grep -q '^NAME' <<<"$page" || fail "localsad(8) has no NAME section"
+        grep -q 'localsad, localsactl' <<<"$page" || fail "localsad(8) NAME does not name both"
+        for section in SYNOPSIS DESCRIPTION OPTIONS CONTROL 'SEE ALSO'; do
+            grep -q "^$section" <<<"$page" || fail "localsad(8) has no $section section"
+        done
+    fi
+fi
+echo "install: $prefix: localsad, localsactl, localsad(8), localsad@.service, docs"
