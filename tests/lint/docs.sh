@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docs/localsad.md (the man page) documents every option localsad and localsactl accept and every
-# counter localsad reports.
+# counter localsad reports; docs/localsad.conf.example is a valid configuration whose options exist.
 #   tests/lint/docs.sh BIN_DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,6 +24,15 @@ for c in $counters; do
         echo "docs: counter $c is not in $doc" >&2
         missing=1
     fi
+done
+example=docs/localsad.conf.example
+if ! err=$("$bin/localsad" --config "$example" --check-config 2>&1 >/dev/null); then
+    echo "docs: $example is not a valid configuration: $err" >&2
+    missing=1
+fi
+uncommented=$(sed -n 's/^# \([a-z-]*\) = .*/\1/p' "$example")
+for o in $uncommented; do
+    "$bin/localsad" --help | grep -q -- "--$o" || { echo "docs: $example names --$o, unknown" >&2; missing=1; }
 done
 ((missing == 0)) || exit 1
 echo "docs: every option of localsad and localsactl and $(wc -w <<<"$counters") counters documented"

@@ -22,8 +22,23 @@ unit=$root/lib/systemd/system/localsad@.service
 exe=$(sed -n 's/^ExecStart=.*exec \([^ ]*\) .*/\1/p' "$unit")
 [[ -n $exe && -x $stage$exe ]] || fail "the unit starts '$exe', which the install does not hold"
 grep -q '^Documentation=man:localsad(8)' "$unit" || fail "the unit names no man page"
+# The instance name reaches localsad as --ca and --port. systemd expands specifiers (%i, %%) at
+# load and ${NAME} at exec (an unset one to nothing, silently), so the shell's own ${...} must be
+# written $${...}. Expanded as systemd would for localsad@mlx5_0-2, the command must give
+# ca mlx5_0, port 2 (checked with --check-config, run from the stage).
+start=$(sed -n 's/^ExecStart=//p' "$unit")
+if grep -qE '(^|[^$])\$\{' <<<"$start"; then
+    fail "ExecStart holds a \${...} that systemd, not the shell, would expand: $start"
+fi
+start=$(sed -e 's/%i/mlx5_0-2/g' -e 's/%%/%/g' -e 's/\$\$/$/g' \
+    -e "s|exec $exe |exec $stage$exe --check-config |" <<<"$start")
+effective=$(eval "$start") || fail "the unit's command failed: $start"
+grep -qx 'ca = mlx5_0' <<<"$effective" || fail "the unit does not pass --ca mlx5_0: $start"
+grep -qx 'port = 2' <<<"$effective" || fail "the unit does not pass --port 2: $start"
 
-[[ -f $root/share/doc/localsa/localsad.md ]] || fail "docs missing"
+for f in localsad.md localsad.conf.example; do
+    [[ -f $root/share/doc/localsa/$f ]] || fail "share/doc/localsa/$f missing"
+done
 
 if command -v go-md2man >/dev/null; then
     man8=$root/share/man/man8

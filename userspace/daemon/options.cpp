@@ -2,9 +2,11 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 namespace localsa {
 
@@ -18,6 +20,40 @@ const char* kUsage =
     "A local InfiniBand Subnet Administrator for one HCA port: answers PathRecord\n"
     "queries from a cache kept coherent with the master SA and relays every other\n"
     "SA query to the master. See localsad(8).\n";
+
+// The settings in effect as a --config file: every option that takes a value and every switch
+// that is on, with where it came from (defaults are commented out, so the file pins nothing).
+std::string effective_configuration(const po::options_description& all,
+                                    const po::variables_map& vm) {
+    static constexpr std::string_view kNotSettings[] = {"help", "version", "config",
+                                                        "check-config"};
+    std::ostringstream out;
+    out << "# localsad " LOCALSA_VERSION ": the configuration in effect (--check-config)\n";
+    for (const auto& option : all.options()) {
+        const auto& name = option->long_name();
+        if (std::find(std::begin(kNotSettings), std::end(kNotSettings), name) !=
+            std::end(kNotSettings))
+            continue;
+        const auto it = vm.find(name);
+        std::string value;
+        bool is_default = true;
+        if (it != vm.end()) {
+            const auto& v = it->second.value();
+            is_default = it->second.defaulted();
+            if (const auto* l = boost::any_cast<long>(&v))
+                value = std::to_string(*l);
+            else if (const auto* i = boost::any_cast<int>(&v))
+                value = std::to_string(*i);
+            else if (const auto* str = boost::any_cast<std::string>(&v))
+                value = *str;
+            else if (const auto* b = boost::any_cast<bool>(&v))
+                value = *b ? "true" : "false";
+            is_default = is_default || (boost::any_cast<bool>(&v) && value == "false");
+        }
+        out << (is_default ? "# " : "") << name << " = " << value << "\n";
+    }
+    return out.str();
+}
 
 template <typename T> void require_range(const char* name, T v, T lo, T hi) {
     if (v < lo || v > hi) {
@@ -57,7 +93,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "sim", po::value(&o.sim)->default_value("auto"),
         "ibsim mode (claim IsSM, answer SMInfo): auto, on or off")(
         "user", po::value(&o.user),
-        "run as this user once the devices and the control socket are open");
+        "run as this user once the devices and the control socket are open")(
+        "check-config", "check the command line and --config, print the settings in effect as a "
+                        "configuration file and exit (status 0: valid, 2: not)");
 
     po::options_description tuning("Tuning");
     tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(200),
@@ -157,6 +195,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.preload = !no_preload && !c.answer_sminfo;
     o.coherence.preload_period = std::chrono::seconds{path_ttl_s};
     o.coherence.preload_validity = std::chrono::seconds{path_ttl_s + max_staleness_s};
+    if (vm.count("check-config")) {
+        result.text = effective_configuration(all, vm);
+        return result;
+    }
     result.options = o;
     return result;
 }
