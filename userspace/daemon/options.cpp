@@ -21,8 +21,8 @@ const char* kUsage =
     "queries from a cache kept coherent with the master SA and relays every other\n"
     "SA query to the master. See localsad(8).\n";
 
-// The settings in effect as a --config file: every option that takes a value and every switch
-// that is on, with where it came from (defaults are commented out, so the file pins nothing).
+// The settings in effect as a --config file; defaults are commented out, so the file pins only
+// what was set.
 std::string effective_configuration(const po::options_description& all,
                                     const po::variables_map& vm) {
     static constexpr std::string_view kNotSettings[] = {"help", "version", "config",
@@ -36,10 +36,9 @@ std::string effective_configuration(const po::options_description& all,
             continue;
         const auto it = vm.find(name);
         std::string value;
-        bool is_default = true;
+        const bool is_default = it == vm.end() || it->second.defaulted();
         if (it != vm.end()) {
             const auto& v = it->second.value();
-            is_default = it->second.defaulted();
             if (const auto* l = boost::any_cast<long>(&v))
                 value = std::to_string(*l);
             else if (const auto* i = boost::any_cast<int>(&v))
@@ -48,7 +47,6 @@ std::string effective_configuration(const po::options_description& all,
                 value = *str;
             else if (const auto* b = boost::any_cast<bool>(&v))
                 value = *b ? "true" : "false";
-            is_default = is_default || (boost::any_cast<bool>(&v) && value == "false");
         }
         out << (is_default ? "# " : "") << name << " = " << value << "\n";
     }
