@@ -89,6 +89,15 @@ getent passwd localsa >/dev/null || fail "no localsa account after installation"
 # Enabled, not started: the enablement link exists, and no instance was asked for.
 [[ -L /etc/systemd/system/multi-user.target.wants/localsa.service ]] ||
     fail "localsa.service is not enabled"
+# The units as systemd reads them, and their sandboxing (systemd-analyze security: 0 is
+# fully locked down, 10 fully exposed; the unit must stay in the "OK" band).
+systemd-analyze verify --man=no /lib/systemd/system/localsa.service \
+    /lib/systemd/system/localsad@.service || fail "systemd-analyze verify"
+exposure=$(systemd-analyze security --offline=true /lib/systemd/system/localsad@.service 2>/dev/null |
+    sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\) .*/\1/p')
+[[ -n $exposure ]] || fail "systemd-analyze security gave no score"
+step "localsad@.service exposure $exposure (systemd-analyze security)"
+awk -v e="$exposure" 'BEGIN { exit !(e <= 3.5) }' || fail "localsad@.service exposure $exposure > 3.5"
 # The installed default configuration is valid as shipped.
 /usr/sbin/localsad --config /etc/localsa/localsad.conf --check-config >/dev/null ||
     fail "the shipped /etc/localsa/localsad.conf is refused by localsad --check-config"
