@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Start a client of a simulated fabric, and start it again when umad2sim crashes it on the way up.
-# Works with and without `set -e`. Sourced by scripts/fabric (`run`) and by the sim-tier tests, which need the client as a child
-# of their own shell (its real pid, `wait` for its exit status). See docs/fabric.md, "Clients
-# that crash while they start".
+# Sourced by scripts/fabric (`run`) and by the sim-tier tests, which need the client as a child
+# of their own shell (its real pid, `wait` for its exit status); works with and without
+# `set -e`. See docs/fabric.md, "Clients that crash while they start".
 #
 # umad2sim's receive thread runs from the client's first libibumad call (umad_get_port) on. A MAD
 # that arrives before the client has registered an agent for its class is looked up in a queue
@@ -12,6 +12,7 @@
 # deliberate SIGTERM/SIGKILL) is the client's and is passed on unchanged.
 
 FABRIC_CLIENT_PID=       # the client's pid (of the last start)
+# shellcheck disable=SC2034 # for the caller
 FABRIC_CLIENT_STATUS=    # its exit status once it has exited, empty while it runs
 FABRIC_CLIENT_SIGNALLED=0 # set by the traps of fabric_client_forward_signals
 
@@ -108,9 +109,9 @@ fabric_client_start() {
         --tries) tries=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
         --output) output=$2; shift 2 ;;
-        --ready-file) ready=file; ready_arg=$2; shift 2 ;;
-        --ready-log) ready=log; ready_arg=$2; ready_re=$3; shift 3 ;;
-        --one-shot) ready=exit; shift ;;
+        --ready-file) ready="file"; ready_arg=$2; shift 2 ;;
+        --ready-log) ready="log"; ready_arg=$2; ready_re=$3; shift 3 ;;
+        --one-shot) ready="exit"; shift ;;
         --) shift; break ;;
         *) echo "fabric_client_start: unknown option '$1'" >&2; return 2 ;;
         esac
@@ -160,6 +161,7 @@ fabric_client_start() {
                 sleep 0.05
             done
         fi
+        # shellcheck disable=SC2034 # for the caller
         FABRIC_CLIENT_STATUS=$status
         if ! sig=$(fabric_client_crash_signal "$status"); then
             return "$status"

@@ -39,8 +39,10 @@ eq "... started three times" 3 "$(cat "$S")"
 eq "... two retries counted in DIR/client-retries" 2 "$(retries)"
 check "... each logged on stderr, naming the signal and the start" \
     test "$(grep -c 'crashing-client.sh on H1 died of SIGSEGV (exit 139) before it was up (start [12] of 3): starting it again' "$E")" = 2
+# shellcheck disable=SC2016 # expanded by the client's shell
 check "... the client ran with the node's environment (umad2sim preloaded)" \
     "$FABRIC" run --dir "$D" --node H1 -- bash -c '[[ $SIM_HOST == H1 && $LD_PRELOAD == *umad2sim* && -z ${SIM_SET_ISSM:-} ]]'
+# shellcheck disable=SC2016 # expanded by the client's shell
 check "... and --issm sets SIM_SET_ISSM" \
     "$FABRIC" run --dir "$D" --node H1 --issm -- bash -c '[[ ${SIM_SET_ISSM:-} == 1 ]]'
 
@@ -79,6 +81,7 @@ eq "... nothing counted" "$r0" "$(retries)"
 
 # 6. --ready-log: up when its log says so
 fresh
+# shellcheck disable=SC2094 # run reads the log its client writes
 "$FABRIC" run --dir "$D" --node H1 --ready-log "$O" '^start 2$' -- \
     "$FAKE" --state "$S" --crashes 1 --run-s 0.5 >"$O" 2>"$E"
 eq "--ready-log: up at the log line of the second start, exit 0" 0 $?
