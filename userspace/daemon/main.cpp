@@ -25,6 +25,10 @@ using namespace localsa;
 
 namespace {
 
+// Exit status when a subnet manager runs on the port: the unit does not restart on it
+// (RestartPreventExitStatus), restarting would not help.
+constexpr int kExitPortHasSm = 3;
+
 nlohmann::json dump_cache(const cache::PathCache& cache) {
     nlohmann::json entries = nlohmann::json::array();
     const auto now = cache::Clock::now();
@@ -181,6 +185,9 @@ int main(int argc, char** argv) {
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
                      LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, control_path);
         io.run();
+    } catch (const transport::PortHasSmError& e) {
+        spdlog::critical("{}", e.what());
+        return kExitPortHasSm;
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());
         return 1;

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -50,6 +51,32 @@ int register_agent(int fd, std::uint8_t mgmt_class, std::uint8_t version, std::u
     return id;
 }
 
+// PortInfo:CapabilityMask.IsSM: set while a subnet manager holds the port's issm device.
+constexpr std::uint32_t kCapIsSm = 1u << 1;
+
+bool port_has_sm(const std::string& ca, int port_num) {
+    umad_port_t p{};
+    if (umad_get_port(ca.c_str(), port_num, &p) < 0)
+        return false;
+    const bool is_sm = be32toh(p.capmask) & kCapIsSm;
+    umad_release_port(&p);
+    return is_sm;
+}
+
+// The device file behind an open umad fd ("/dev/infiniband/umad1"), for messages.
+std::string umad_device_path(int fd) {
+    char link[64];
+    char target[256];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const auto n = ::readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return "(fd " + std::to_string(fd) + ")";
+    std::string path(target, static_cast<std::size_t>(n));
+    if (const auto deleted = path.find(" (deleted)"); deleted != std::string::npos)
+        path.erase(deleted);
+    return path;
+}
+
 } // namespace
 
 UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_executor executor,
@@ -58,6 +85,16 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
     if (umad_init() < 0)
         throw TransportError("umad_init failed: is ib_umad loaded?");
     port_ = read_port(options.ca, options.port);
+    // Whoever registers the SA methods of a port first keeps them: on a node whose SM (master or
+    // standby) came first, the registration below would fail; on one whose SM starts later, the
+    // SM's SA could never start. Under ibsim IsSM is localsad's own (claim_issm).
+    if (options.sa_server && !options.claim_issm && port_has_sm(port_.ca, port_.port))
+        throw PortHasSmError(
+            "a subnet manager runs on " + port_.ca + " port " + std::to_string(port_.port) +
+            " (IsSM is set in its CapabilityMask): its SA needs the SA methods of this port, so "
+            "localsad does not start here. Run localsad on nodes without an SM, or stop the "
+            "subnet manager on this node first if it is not needed there");
+    watch_for_sm_ = options.sa_server && !options.claim_issm;
     fd_ = umad_open_port(port_.ca.c_str(), port_.port);
     if (fd_ < 0)
         throw TransportError("cannot open umad device of " + port_.ca + " port " +
@@ -105,9 +142,25 @@ void UmadTransport::start() {
 void UmadTransport::receive_loop() {
     int capacity = static_cast<int>(mad::kMadSize) * 8;
     std::vector<std::uint8_t> buf(umad_size() + capacity);
+    // ib_umad marks the open file dead when its device goes away (driver unload, HCA reset):
+    // every read fails with EIO at once, forever, and the file never comes back. A single EIO
+    // is not proof (libibumad also reports an interrupted poll as EIO), a run of them is.
+    constexpr int kEioRunIsDeadDevice = 50;
+    int eio_run = 0;
     while (!stopping_) {
         int len = capacity;
         const int agent = umad_recv(fd_, buf.data(), &len, 200);
+        eio_run = agent == -EIO ? eio_run + 1 : 0;
+        if (eio_run == kEioRunIsDeadDevice) {
+            // End the daemon (non-zero: the exception leaves io_context::run() in main), so that
+            // the service manager starts a fresh one on the device once it is back.
+            boost::asio::post(executor_, [device = umad_device_path(fd_)] {
+                throw TransportError("umad device " + device +
+                                     " went away (EIO): exiting so that the service manager "
+                                     "restarts it");
+            });
+            return;
+        }
         if (agent == -ETIMEDOUT || agent == -EINTR || agent == -EAGAIN || agent == -EWOULDBLOCK)
             continue;
         if (agent == -ENOSPC) {
@@ -180,6 +233,20 @@ bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
 
 const PortState& UmadTransport::refresh_port() {
     port_ = read_port(port_.ca, port_.port);
+    if (watch_for_sm_) {
+        // An SM started on this port after localsad: its SA cannot register the SA methods
+        // localsad holds (OpenSM then stops). Said once per appearance.
+        const bool sm = port_has_sm(port_.ca, port_.port);
+        if (sm && !sm_on_port_)
+            spdlog::error("a subnet manager started on {} port {} (IsSM set in its "
+                          "CapabilityMask): its SA cannot register the SA methods localsad "
+                          "holds; stop localsad on this node if the SM is to serve here",
+                          port_.ca, port_.port);
+        else if (!sm && sm_on_port_)
+            spdlog::info("the subnet manager on {} port {} is gone (IsSM clear)", port_.ca,
+                         port_.port);
+        sm_on_port_ = sm;
+    }
     return port_;
 }
 

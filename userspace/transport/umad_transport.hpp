@@ -27,6 +27,11 @@ class TransportError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// A subnet manager holds the port (IsSM set): localsad must not take the SA methods from it.
+class PortHasSmError : public TransportError {
+    using TransportError::TransportError;
+};
+
 class UmadTransport final : public MadTransport {
 public:
     // Opens the port and registers the agents; throws TransportError with a clear message.
@@ -44,7 +49,8 @@ public:
               std::chrono::milliseconds response_timeout) override;
     // Both on the event loop's thread only (the receive thread never reads the port).
     const PortState& port() const override { return port_; }
-    // Re-reads the port's attributes (LID, SM LID, state, PKeys). Returns the new state.
+    // Re-reads the port's attributes (LID, SM LID, state, PKeys) and logs an SM that started on
+    // the port. Returns the new state.
     const PortState& refresh_port() override;
 
 private:
@@ -57,6 +63,8 @@ private:
     int smp_lid_agent_ = -1;
     int smp_dr_agent_ = -1;
     int issm_fd_ = -1;
+    bool watch_for_sm_ = false; // log an SM that starts on this port (not under ibsim)
+    bool sm_on_port_ = false;
     PortState port_;
     std::atomic<bool> stopping_{false};
     std::thread receiver_;
