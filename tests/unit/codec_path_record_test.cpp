@@ -3,8 +3,8 @@
 // NumbPath, SL), umad_sa.h's selector packing for MTU/Rate/PacketLifeTime, and for the rest an
 // MSB-first bit writer placed at the IBA PathRecord bit offsets (cross-checked with libibmad
 // below).
-#include "mad/bytes.hpp"
-#include "sa/path_record.hpp"
+#include "ib/bytes.hpp"
+#include "ib/path_record.hpp"
 
 #include <catch2/catch.hpp>
 #include <infiniband/mad.h>

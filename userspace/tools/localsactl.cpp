@@ -1,9 +1,9 @@
 // localsactl: talk to a running localsad (stats, dump, flush) and send SA queries to any LID.
-#include "control/control_server.hpp"
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/path_record.hpp"
-#include "sa/response.hpp"
+#include "control/client.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
+#include "ib/path_record.hpp"
+#include "ib/response.hpp"
 #include "tools/sa_client.hpp"
 
 #include <boost/program_options.hpp>
@@ -100,13 +100,14 @@ sa::Gid parse_gid(const std::string& s, const char* what) {
 std::string default_control_path() {
     std::vector<std::string> found;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/run/localsa", ec))
+    for (const auto& e : std::filesystem::directory_iterator(control::kSocketDir, ec))
         if (e.path().extension() == ".sock")
             found.push_back(e.path());
     if (found.size() == 1)
         return found.front();
-    throw UsageError(found.empty() ? "no localsad control socket in /run/localsa; use --control"
-                                   : "several localsad sockets in /run/localsa; use --control");
+    throw UsageError(
+        (found.empty() ? "no localsad control socket in " : "several localsad sockets in ") +
+        std::string(control::kSocketDir) + "; use --control");
 }
 
 std::uint64_t fresh_tid() {

@@ -1,7 +1,7 @@
 #include "tools/sa_client.hpp"
 
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
 
 #include <infiniband/umad.h>
 
