@@ -1,5 +1,6 @@
 #include "engine/local_sa.hpp"
 
+#include "engine/send.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/response.hpp"
@@ -63,8 +64,7 @@ void LocalSa::drop(const transport::InboundMad& in, const char* why) {
 }
 
 void LocalSa::reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes) {
-    if (!transport_.send(bytes, to.from, std::chrono::milliseconds{0}))
-        ++counters_.send_errors;
+    send_counted(transport_, counters_, bytes, to.from);
 }
 
 void LocalSa::dispatch(const transport::InboundMad& in) {
@@ -75,9 +75,9 @@ void LocalSa::dispatch(const transport::InboundMad& in) {
     }
     if (in.bytes.size() < kMadHeaderSize)
         return drop(in, "shorter than a MAD header");
-    if (in.bytes[0] != kBaseVersion)
+    if (in.bytes[mad::offset::kBaseVersion] != kBaseVersion)
         return drop(in, "unknown base version");
-    switch (in.bytes[1]) {
+    switch (in.bytes[mad::offset::kMgmtClass]) {
     case mgmt_class::kSubnAdm:
         return dispatch_sa(in);
     case mgmt_class::kSubnLid:
@@ -102,7 +102,7 @@ void LocalSa::dispatch_smp(const transport::InboundMad& in) {
 void LocalSa::dispatch_sa(const transport::InboundMad& received) {
     if (received.bytes.size() < kSaHeaderSize)
         return drop(received, "shorter than the SA header");
-    const auto m = received.bytes[3];
+    const auto m = received.bytes[mad::offset::kMethod];
     if (m == method::kReportResp) {
         // Only our Reports to subscribed clients are answered so; the master is never sent one.
         if (!fanout_.handle_ack(received))
@@ -125,15 +125,15 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
 }
 
 void LocalSa::dispatch_request(const transport::InboundMad& in) {
-    const auto m = in.bytes[3];
+    const auto m = in.bytes[mad::offset::kMethod];
     if (const char* why = foreign_reason(in)) {
         ++counters_.foreign_requests;
         ++counters_.foreign_refused;
         spdlog::debug("{} {} from LID {} refused: {}", method_name(m),
-                      attr_name(load_be16(in.bytes, 16)), in.from.lid, why);
+                      attr_name(load_be16(in.bytes, mad::offset::kAttrId)), in.from.lid, why);
         return;
     }
-    if (in.bytes[2] != kSaClassVersion) {
+    if (in.bytes[mad::offset::kClassVersion] != kSaClassVersion) {
         ++counters_.bad_version;
         return reply(in, sa::make_error_response(in.bytes, status::kBadVersion));
     }
@@ -148,7 +148,7 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
     }
     if (m == method::kReport)
         return handle_report(in);
-    switch (load_be16(in.bytes, 16)) {
+    switch (load_be16(in.bytes, mad::offset::kAttrId)) {
     case attr::kPathRecord:
         return path_records_.handle(in);
     case attr::kClassPortInfo:
@@ -164,7 +164,7 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
 
 const char* LocalSa::foreign_reason(const transport::InboundMad& in) const {
     const auto& port = transport_.port();
-    if (in.bytes[3] == method::kReport) {
+    if (in.bytes[mad::offset::kMethod] == method::kReport) {
         if (port.sm_lid == 0)
             return "a Report while the port knows no master";
         return in.from.lid == port.sm_lid ? nullptr : "a Report not from the master";
@@ -182,10 +182,10 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
     ++counters_.reports_received;
     // Acknowledge every Report, also those we do not use, or the master resends it.
     auto ack = in.bytes;
-    ack[3] = method::kReportResp;
-    store_be16(ack, 4, 0);
+    ack[mad::offset::kMethod] = method::kReportResp;
+    store_be16(ack, mad::offset::kStatus, 0);
     reply(in, ack);
-    if (load_be16(in.bytes, 16) != attr::kNotice)
+    if (load_be16(in.bytes, mad::offset::kAttrId) != attr::kNotice)
         return;
     // The master resends a Report (same TID) until it sees our ReportResp.
     const auto tid = tid_of(in.bytes);

@@ -13,6 +13,20 @@ inline constexpr std::size_t kSaHeaderSize = 56;
 inline constexpr std::size_t kSaDataSize = kMadSize - kSaHeaderSize;
 inline constexpr std::size_t kSmpDataOffset = 64;
 
+// Where the header fields are, for code that reads or changes one in place (MadHeader and the
+// SA header's codec hold the whole layout).
+namespace offset {
+inline constexpr std::size_t kBaseVersion = 0;
+inline constexpr std::size_t kMgmtClass = 1;
+inline constexpr std::size_t kClassVersion = 2;
+inline constexpr std::size_t kMethod = 3;
+inline constexpr std::size_t kStatus = 4;
+inline constexpr std::size_t kAttrId = 16;
+inline constexpr std::size_t kSmKey = 36;      // SA header
+inline constexpr std::size_t kAttrOffset = 44; // SA header, in 8-byte words
+inline constexpr std::size_t kCompMask = 48;   // SA header
+} // namespace offset
+
 inline constexpr std::uint8_t kBaseVersion = 1;
 inline constexpr std::uint8_t kSaClassVersion = 2;
 inline constexpr std::uint8_t kSmpClassVersion = 1;

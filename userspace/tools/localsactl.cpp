@@ -115,9 +115,9 @@ std::uint64_t fresh_tid() {
 }
 
 void print_records(const std::vector<std::uint8_t>& resp, bool raw) {
-    const auto status = mad::load_be16(resp, 4);
+    const auto status = mad::load_be16(resp, mad::offset::kStatus);
     std::cout << "status=" << mad::status_name(status) << "\n";
-    if (status == 0 && mad::load_be16(resp, 16) == mad::attr::kPathRecord) {
+    if (status == 0 && mad::load_be16(resp, mad::offset::kAttrId) == mad::attr::kPathRecord) {
         const auto recs = sa::response_records(resp, sa::PathRecord::kSize);
         for (std::size_t off = 0; off + sa::PathRecord::kSize <= recs.bytes.size();
              off += sa::PathRecord::kSize) {
@@ -283,7 +283,8 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
             const auto sent = clock::now();
             mad::set_tid(request, fresh_tid());
             auto r = client.query(request, lid, timeout);
-            const auto st = r ? mad::status_name(mad::load_be16(*r, 4)) : std::string("none");
+            const auto st = r ? mad::status_name(mad::load_be16(*r, mad::offset::kStatus))
+                              : std::string("none");
             if (st != last) {
                 const auto ms =
                     std::chrono::duration_cast<std::chrono::milliseconds>(sent.time_since_epoch())

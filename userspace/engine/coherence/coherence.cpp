@@ -108,7 +108,7 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
             return;
         }
         if (r.outcome == upstream::Outcome::Response) {
-            const auto status = mad::load_be16(r.response, 4);
+            const auto status = mad::load_be16(r.response, mad::offset::kStatus);
             auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
             if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
                 parts_.preload.replace(pkey, recs.bytes,
@@ -181,7 +181,8 @@ void Coherence::send_subscription(std::uint16_t trap, bool subscribe) {
 void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
     const bool answered = r.outcome == upstream::Outcome::Response;
     // Not answered: the client may try again (BUSY); our own traps are retried below.
-    const auto status = answered ? mad::load_be16(r.response, 4) : mad::status::kBusy;
+    const auto status =
+        answered ? mad::load_be16(r.response, mad::offset::kStatus) : mad::status::kBusy;
     auto waiting = waiting_.extract(trap);
     if (!wanted_.contains(trap)) {
         // The last client left while the Set was on its way: answer it all the same.
@@ -263,7 +264,7 @@ void Coherence::check_subscriptions() {
         // After a resync in between, the answer is about subscriptions renewed since.
         if (generation == generation_ && r.outcome == upstream::Outcome::Response) {
             // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
-            const auto status = mad::load_be16(r.response, 4);
+            const auto status = mad::load_be16(r.response, mad::offset::kStatus);
             if (status == mad::status::kSaNoRecords || status == 0) {
                 ++parts_.counters.subscriptions_lost;
                 spdlog::warn("the master holds {} of this port's {} subscriptions (SM restarted "

@@ -1,5 +1,6 @@
 #include "engine/events/report_fanout.hpp"
 
+#include "engine/send.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 
@@ -19,7 +20,7 @@ ReportFanout::ReportFanout(boost::asio::any_io_executor executor,
                            transport::MadTransport& transport, Counters& counters,
                            ClientSubscriptions& subscriptions, FanoutConfig config)
     : executor_(executor), transport_(transport), counters_(counters),
-      subscriptions_(subscriptions), config_(config), tid_counter_(std::random_device{}()) {}
+      subscriptions_(subscriptions), config_(config), tids_(std::random_device{}()) {}
 
 ReportFanout::~ReportFanout() {
     for (auto& [tid, p] : in_flight_)
@@ -27,10 +28,7 @@ ReportFanout::~ReportFanout() {
 }
 
 std::uint32_t ReportFanout::next_tid() {
-    do {
-        ++tid_counter_;
-    } while (tid_counter_ == 0 || in_flight_.contains(tid_counter_));
-    return tid_counter_;
+    return tids_.next(in_flight_);
 }
 
 void ReportFanout::deliver(mad::Bytes report, const sa::Notice& notice) {
@@ -51,7 +49,7 @@ void ReportFanout::deliver(mad::Bytes report, const sa::Notice& notice) {
                   std::make_unique<boost::asio::steady_timer>(executor_)};
         // Our own Report: our TID, and never the master's SM_Key (it is not the client's).
         mad::set_tid(p.report, tid);
-        mad::store_be16(p.report, 4, 0);
+        mad::store_be16(p.report, mad::offset::kStatus, 0);
         mad::store_be64(p.report, kSmKeyOffset, 0);
         p.to.subscriber.qkey = kGsiQkey;
         in_flight_.emplace(tid, std::move(p));
@@ -63,8 +61,7 @@ void ReportFanout::transmit(std::uint32_t tid) {
     auto& p = in_flight_.at(tid);
     if (p.tries_left-- != config_.tries)
         ++counters_.report_retries;
-    if (!transport_.send(p.report, p.to.subscriber, config_.try_timeout))
-        ++counters_.send_errors;
+    send_counted(transport_, counters_, p.report, p.to.subscriber, config_.try_timeout);
     p.timer->expires_after(config_.try_timeout);
     p.timer->async_wait([this, tid](auto ec) {
         if (ec)

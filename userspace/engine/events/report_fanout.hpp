@@ -5,6 +5,7 @@
 
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
+#include "ib/tid.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -63,7 +64,7 @@ private:
     ClientSubscriptions& subscriptions_;
     FanoutConfig config_;
     Outcome outcome_;
-    std::uint32_t tid_counter_;
+    mad::TidAllocator tids_;
     std::unordered_map<std::uint32_t, Pending> in_flight_;
 };
 

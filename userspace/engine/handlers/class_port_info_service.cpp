@@ -11,8 +11,9 @@ namespace localsa::sa {
 using namespace mad;
 
 void ClassPortInfoService::learn(const std::vector<std::uint8_t>& resp) {
-    if (resp.size() < kSaHeaderSize + ClassPortInfo::kSize || load_be16(resp, 4) != 0 ||
-        load_be16(resp, 16) != attr::kClassPortInfo)
+    if (resp.size() < kSaHeaderSize + ClassPortInfo::kSize ||
+        load_be16(resp, mad::offset::kStatus) != 0 ||
+        load_be16(resp, mad::offset::kAttrId) != attr::kClassPortInfo)
         return;
     master_ = ClassPortInfo::unpack(Bytes{resp}.subspan(kSaHeaderSize));
     spdlog::info("master SA ClassPortInfo: CapabilityMask 0x{:04x} RespTimeValue {}",
@@ -30,7 +31,7 @@ void ClassPortInfoService::refresh() {
 }
 
 void ClassPortInfoService::handle(const transport::InboundMad& in) {
-    const auto m = in.bytes[3];
+    const auto m = in.bytes[mad::offset::kMethod];
     if (m != method::kGet || !master_) {
         // Set, or nothing known yet: the master answers (and teaches us its capabilities).
         proxy::Proxy::Observer learn_from_answer;
@@ -47,8 +48,8 @@ void ClassPortInfoService::handle(const transport::InboundMad& in) {
     // As OpenSM's cpi_rcv_respond: the request's header (attribute offset included) answered.
     std::vector<std::uint8_t> out(kMadSize);
     std::copy_n(in.bytes.begin(), kSaHeaderSize, out.begin());
-    out[3] = method::kGetResp;
-    store_be64(out, 36, 0);
+    out[mad::offset::kMethod] = method::kGetResp;
+    store_be64(out, mad::offset::kSmKey, 0);
     std::copy(rec.begin(), rec.end(), out.begin() + kSaHeaderSize);
     transport_.send(out, in.from, std::chrono::milliseconds{0});
 }

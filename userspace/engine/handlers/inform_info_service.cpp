@@ -1,5 +1,6 @@
 #include "engine/handlers/inform_info_service.hpp"
 
+#include "engine/send.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/response.hpp"
@@ -14,7 +15,7 @@ constexpr std::size_t kSubscribeOffset = mad::kSaHeaderSize + 23;
 } // namespace
 
 bool InformInfoService::handle(const transport::InboundMad& in) {
-    if (in.bytes[3] != mad::method::kSet)
+    if (in.bytes[mad::offset::kMethod] != mad::method::kSet)
         return false;
     const auto info = InformInfo::unpack(mad::Bytes{in.bytes}.subspan(mad::kSaHeaderSize));
     if (const char* why = refusal(in, info)) {
@@ -62,8 +63,7 @@ void InformInfoService::answer(const transport::InboundMad& in, std::uint16_t st
         request[kSubscribeOffset] = 0;
         out = make_error_response(request, status);
     }
-    if (!transport_.send(out, in.from, std::chrono::milliseconds{0}))
-        ++counters_.send_errors;
+    send_counted(transport_, counters_, out, in.from);
 }
 
 void InformInfoService::subscribe(const transport::InboundMad& in, const InformInfo& info) {

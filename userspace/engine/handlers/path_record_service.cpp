@@ -1,6 +1,7 @@
 #include "engine/handlers/path_record_service.hpp"
 
 #include "engine/proxy/proxy.hpp"
+#include "engine/send.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
@@ -15,7 +16,7 @@ namespace localsa::sa {
 using namespace mad;
 
 std::uint16_t validate_path_request(Bytes request) {
-    const auto mask = load_be64(request, 48);
+    const auto mask = load_be64(request, mad::offset::kCompMask);
     const auto pr = request.subspan(kSaHeaderSize);
     if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
         const auto mtu = pr[54] & 0x3f;
@@ -37,19 +38,18 @@ const char* PathRecordService::uncacheable_reason(const transport::InboundMad& i
     if (!port.owns_lid(in.from.lid))
         return "requester is another port";
     // A non-zero SM_Key is the master's to judge (it drops a wrong one).
-    if (load_be64(in.bytes, 36) != 0)
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0)
         return "SM_Key set";
     return nullptr;
 }
 
 void PathRecordService::respond(const transport::MadAddress& to, Bytes bytes) {
-    if (!transport_.send(bytes, to, std::chrono::milliseconds{0}))
-        ++counters_.send_errors;
+    send_counted(transport_, counters_, bytes, to);
 }
 
 void PathRecordService::handle(const transport::InboundMad& in) {
     ++counters_.pr_requests;
-    const auto m = in.bytes[3];
+    const auto m = in.bytes[mad::offset::kMethod];
     if (m != method::kGet && m != method::kGetTable) {
         // IBA says UNSUP_METHOD_ATTR; OpenSM drops such requests silently. The master decides.
         forward(in, "method other than Get/GetTable");
@@ -57,7 +57,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     }
     // The key first: the index slot it needs is then on its way from memory (the look-up's first
     // miss at 100 k entries) while the checks below run.
-    const auto key = cache::PathQueryKey::from_request(in.bytes[3], load_be64(in.bytes, 48),
+    const auto key = cache::PathQueryKey::from_request(in.bytes[mad::offset::kMethod],
+                                                       load_be64(in.bytes, mad::offset::kCompMask),
                                                        Bytes{in.bytes}.subspan(kSaHeaderSize));
     const auto hash = cache_.prefetch(key);
     if (const auto st = validate_path_request(in.bytes)) {
@@ -84,8 +85,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         // The safety net under event invalidation: never serve what we know to be stale.
         ++counters_.stale_refused;
     }
-    if (in.bytes[3] == method::kGet) {
-        const auto mask = load_be64(in.bytes, 48);
+    if (in.bytes[mad::offset::kMethod] == method::kGet) {
+        const auto mask = load_be64(in.bytes, mad::offset::kCompMask);
         const auto& port = transport_.port();
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
                                       mask, port.gid, now)) {
@@ -119,8 +120,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
 }
 
 void PathRecordService::forward(const transport::InboundMad& in, const char* why) {
-    spdlog::debug("PathRecord {} from LID {} forwarded: {}", method_name(in.bytes[3]), in.from.lid,
-                  why);
+    spdlog::debug("PathRecord {} from LID {} forwarded: {}",
+                  method_name(in.bytes[mad::offset::kMethod]), in.from.lid, why);
     ++counters_.pr_forwarded;
     proxy_.forward(in);
 }
@@ -138,9 +139,10 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
         return; // the requesters retry, as they would with the master
     }
     const auto& resp = reply.response;
-    const bool well_formed = resp.size() >= kSaHeaderSize && resp[1] == mgmt_class::kSubnAdm &&
-                             load_be16(resp, 16) == attr::kPathRecord;
-    const auto offset = well_formed ? load_be16(resp, 44) : 0;
+    const bool well_formed = resp.size() >= kSaHeaderSize &&
+                             resp[mad::offset::kMgmtClass] == mgmt_class::kSubnAdm &&
+                             load_be16(resp, mad::offset::kAttrId) == attr::kPathRecord;
+    const auto offset = well_formed ? load_be16(resp, mad::offset::kAttrOffset) : 0;
     if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {
         // Not something we understand: relay it untouched, cache nothing.
         ++counters_.malformed_dropped;
@@ -150,7 +152,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     }
     auto records = response_records(resp, PathRecord::kSize);
     cache::PathAnswer answer_value;
-    answer_value.status = load_be16(resp, 4);
+    answer_value.status = load_be16(resp, mad::offset::kStatus);
     answer_value.records = std::move(records.bytes);
     const bool cacheable = records.complete && (answer_value.status == status::kOk ||
                                                 answer_value.status == status::kSaNoRecords);

@@ -1,5 +1,6 @@
 #include "engine/upstream/upstream_client.hpp"
 
+#include "engine/send.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 
@@ -13,7 +14,7 @@ UpstreamClient::UpstreamClient(boost::asio::any_io_executor executor,
                                transport::MadTransport& transport, Counters& counters,
                                UpstreamConfig config)
     : executor_(std::move(executor)), transport_(transport), counters_(counters), config_(config),
-      tid_counter_(std::random_device{}()) {}
+      tids_(std::random_device{}()) {}
 
 UpstreamClient::~UpstreamClient() {
     for (auto& [tid, q] : in_flight_)
@@ -26,11 +27,7 @@ void UpstreamClient::set_config(const UpstreamConfig& config) {
 }
 
 std::uint32_t UpstreamClient::next_tid() {
-    // Never reuse a TID that is still in flight (the counter wraps after 2^32 queries).
-    do {
-        ++tid_counter_;
-    } while (tid_counter_ == 0 || in_flight_.contains(tid_counter_));
-    return tid_counter_;
+    return tids_.next(in_flight_);
 }
 
 void UpstreamClient::submit(std::vector<std::uint8_t> request, ReplyHandler done) {
@@ -74,8 +71,10 @@ void UpstreamClient::transmit(Query& q) {
     q.sent_to = port.sm_lid;
     // No master right now (SM LID 0 after a port event): the try expires like a lost MAD and a
     // later try may reach the new master.
-    if (port.sm_lid == 0 || !transport_.send(q.request, master, config_.try_timeout))
+    if (port.sm_lid == 0)
         ++counters_.send_errors;
+    else
+        send_counted(transport_, counters_, q.request, master, config_.try_timeout);
     const auto tid = q.tid;
     q.timer->expires_after(config_.try_timeout);
     q.timer->async_wait([this, tid](const boost::system::error_code& ec) {
@@ -118,7 +117,7 @@ bool UpstreamClient::handle_response(const transport::InboundMad& in) {
         return false;
     }
     ++counters_.upstream_responses;
-    const auto status = mad::load_be16(in.bytes, 4);
+    const auto status = mad::load_be16(in.bytes, mad::offset::kStatus);
     if ((status & mad::status::kBusy) && it->second->tries_left > 0) {
         // BUSY: the master asks us to back off; the retry reuses the remaining tries.
         ++counters_.upstream_busy;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "engine/counters.hpp"
+#include "ib/tid.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -77,7 +78,7 @@ private:
     transport::MadTransport& transport_;
     Counters& counters_;
     UpstreamConfig config_;
-    std::uint32_t tid_counter_;
+    mad::TidAllocator tids_;
     std::unordered_map<std::uint32_t, std::unique_ptr<Query>> in_flight_;
     std::deque<std::unique_ptr<Query>> queue_;
 };

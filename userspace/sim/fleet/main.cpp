@@ -284,8 +284,8 @@ int main(int argc, char** argv) {
             return req;
         };
         auto job_check = [&](std::uint64_t q, mad::Bytes resp) {
-            if (resp[3] != mad::method::kGetResp ||
-                mad::load_be16(resp, 16) != mad::attr::kPathRecord)
+            if (resp[mad::offset::kMethod] != mad::method::kGetResp ||
+                mad::load_be16(resp, mad::offset::kAttrId) != mad::attr::kPathRecord)
                 return false;
             const auto rec = resp.subspan(mad::kSaHeaderSize);
             const auto& s = nodes[src_of(q)];

@@ -94,7 +94,7 @@ void QueryEngine::on_response(mad::Bytes resp) {
     latencies_us_.push_back(static_cast<float>(
         std::chrono::duration<double, std::micro>(SteadyClock::now() - o.sent).count()));
     ++result_.answered;
-    const auto status = mad::load_be16(resp, 4);
+    const auto status = mad::load_be16(resp, mad::offset::kStatus);
     if (status != 0) {
         if (!result_.bad_status)
             result_.first_bad_status = status;

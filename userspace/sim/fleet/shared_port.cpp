@@ -18,17 +18,14 @@ std::size_t SharedPort::add_owner(OwnerHandler handler) {
 }
 
 std::uint32_t SharedPort::next_tid() {
-    do {
-        ++tid_counter_;
-    } while (tid_counter_ == 0 || in_flight_.contains(tid_counter_));
-    return tid_counter_;
+    return tids_.next(in_flight_);
 }
 
 bool SharedPort::send(std::size_t owner, mad::Bytes bytes, const transport::MadAddress& to,
                       std::chrono::milliseconds response_timeout) {
     if (bytes.size() < mad::kMadHeaderSize)
         return false;
-    if (mad::method::is_response(bytes[3])) {
+    if (mad::method::is_response(bytes[mad::offset::kMethod])) {
         ++stats_.others_sent;
         return wire_.send(bytes, to, response_timeout);
     }
@@ -118,7 +115,7 @@ bool NodeTransport::send(mad::Bytes bytes, const transport::MadAddress& to,
     // Answers to requesters on this node go back in-process; everything else (queries to the
     // master, ReportResp) goes out through the shared port. (On the SM's own node the master's
     // LID is the node's: the fleet subscribes to no Reports, so no ReportResp is sent there.)
-    if (mad::method::is_response(bytes[3]) && state_.owns_lid(to.lid)) {
+    if (mad::method::is_response(bytes[mad::offset::kMethod]) && state_.owns_lid(to.lid)) {
         deliver_(bytes, to);
         return true;
     }

@@ -5,6 +5,7 @@
 // holds only ~256 MADs in flight in total), the rest wait in a FIFO.
 #pragma once
 
+#include "ib/tid.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -83,7 +84,7 @@ private:
     std::vector<OwnerHandler> owners_;
     std::unordered_map<std::uint32_t, InFlight> in_flight_;
     std::deque<Pending> queue_;
-    std::uint32_t tid_counter_ = 0;
+    mad::TidAllocator tids_;
     boost::asio::steady_timer sweep_timer_;
     bool sweep_armed_ = false;
     SharedPortStats stats_;

@@ -16,27 +16,6 @@ namespace localsa::transport {
 
 namespace {
 
-PortState read_port(const std::string& ca, int port_num) {
-    umad_port_t p{};
-    if (umad_get_port(ca.empty() ? nullptr : ca.c_str(), port_num, &p) < 0)
-        throw TransportError("cannot read port " + std::to_string(port_num) + " of CA '" +
-                             (ca.empty() ? std::string("(first)") : ca) + "'");
-    PortState s;
-    s.ca = p.ca_name;
-    s.port = p.portnum;
-    s.lid = static_cast<std::uint16_t>(p.base_lid);
-    s.lmc = static_cast<std::uint8_t>(p.lmc);
-    s.sm_lid = static_cast<std::uint16_t>(p.sm_lid);
-    s.sm_sl = static_cast<std::uint8_t>(p.sm_sl);
-    s.state = static_cast<std::uint8_t>(p.state);
-    s.gid = sa::Gid::from_parts(be64toh(p.gid_prefix), be64toh(p.port_guid));
-    for (unsigned i = 0; i < static_cast<unsigned>(p.pkeys_size); ++i)
-        if (p.pkeys[i] != 0)
-            s.pkeys.push_back(p.pkeys[i]);
-    umad_release_port(&p);
-    return s;
-}
-
 int register_agent(int fd, std::uint8_t mgmt_class, std::uint8_t version, std::uint8_t rmpp,
                    std::initializer_list<std::uint8_t> methods) {
     long mask[16 / sizeof(long)] = {};
@@ -57,7 +36,7 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
     : executor_(std::move(executor)), handler_(std::move(handler)) {
     if (umad_init() < 0)
         throw TransportError("umad_init failed: is ib_umad loaded?");
-    port_ = read_port(options.ca, options.port);
+    port_ = read_umad_port(options.ca, options.port);
     fd_ = umad_open_port(port_.ca.c_str(), port_.port);
     if (fd_ < 0)
         throw TransportError("cannot open umad device of " + port_.ca + " port " +
@@ -179,7 +158,7 @@ bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
 }
 
 const PortState& UmadTransport::refresh_port() {
-    port_ = read_port(port_.ca, port_.port);
+    port_ = read_umad_port(port_.ca, port_.port);
     return port_;
 }
 

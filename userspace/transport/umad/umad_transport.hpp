@@ -3,6 +3,7 @@
 #pragma once
 
 #include "transport/transport.hpp"
+#include "transport/umad/umad_port.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -21,10 +22,6 @@ struct UmadOptions {
     // ibsim only: claim IsSM on the port once every agent is registered (ibsim hands unsolicited
     // requests only to a port's SM client) and answer the master's SMInfo polls.
     bool claim_issm = false;
-};
-
-class TransportError : public std::runtime_error {
-    using std::runtime_error::runtime_error;
 };
 
 class UmadTransport final : public MadTransport {
