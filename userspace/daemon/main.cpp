@@ -1,12 +1,13 @@
 // localsad: the local SA daemon for one HCA port.
-#include "coherence/coherence.hpp"
-#include "control/control_server.hpp"
-#include "daemon/local_sa.hpp"
+#include "control/client.hpp"
+#include "daemon/control_server.hpp"
 #include "daemon/options.hpp"
 #include "daemon/privileges.hpp"
 #include "daemon/reload.hpp"
-#include "mad/mad.hpp"
-#include "transport/umad_transport.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/mad.hpp"
+#include "transport/umad/umad_transport.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -133,12 +134,11 @@ int main(int argc, char** argv) {
         transport::UmadTransport umad(topt, io.get_executor(),
                                       [&](transport::InboundMad in) { local_sa->dispatch(in); });
         local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
-        coherence::Coherence coherence(io.get_executor(), *local_sa, o.coherence);
+        coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
 
         const auto port = umad.port();
-        const auto control_path = o.control.empty() ? "/run/localsa/" + port.ca + "-" +
-                                                          std::to_string(port.port) + ".sock"
-                                                    : o.control;
+        const auto control_path =
+            o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
         control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
             const auto cmd = req.value("cmd", "");
             if (cmd == "stats") {
