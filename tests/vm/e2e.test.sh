@@ -93,7 +93,7 @@ OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv
 TIMEOUT_MS=$(cat /sys/module/localsa_test/parameters/timeout_ms)
 
 start_localsad
-check "localsad serves simhca1 (preload done)" wait_until 30 preloaded
+check "localsad serves simhca1 (preload done)" wait_until 90 preloaded
 
 # destinations: the hosts H2, H3, H4 (their LIDs from the master, their GIDs from the master's
 # table of paths from simhca1)
