@@ -174,6 +174,9 @@ check "a path query then goes to the SM ($r)" grep -q '^status=0 ' <<<"$r"
 #     not touch the new target's state and falls back to the SM
 echo 1500 >$P/sa_redirect_timeout_ms
 echo '*:*=0x9' >$P/sa_redirect
+# the periodic probe of the gone 0x9 that was already queued runs once more (it is sent
+# within sa_redirect_probe_ms, 1 s, and is stale by the time it ends)
+sleep 1.5
 n9=$(lost_logged 0x9)
 fb=$(field 5) pr=$(field 6) d0=$(count 'DROP dlid=0x9 .*attr=0x0035' $SMLOG)
 path >$W/stale.out &
