@@ -171,8 +171,10 @@ r=$(path)
 check "a path query then goes to the SM ($r)" grep -q '^status=0 ' <<<"$r"
 
 # 10. stale decisions: a query sent to 0x9 that times out after the table changed does
-#     not touch the new target's state and falls back to the SM
-echo 1500 >$P/sa_redirect_timeout_ms
+#     not touch the new target's state (no probe, no log) and falls back to the SM
+# a try of 4 s at the target (the caller gives 5 s): the table changes well within it
+echo 4000 >$P/sa_redirect_timeout_ms
+echo 5000 >/sys/module/localsa_test/parameters/timeout_ms
 echo '*:*=0x9' >$P/sa_redirect
 # the periodic probe of the gone 0x9 that was already queued runs once more (it is sent
 # within sa_redirect_probe_ms, 1 s, and is stale by the time it ends)
@@ -190,6 +192,7 @@ eq "the new target is untouched: 0xd redirect" "$(field 2) $(field 3)" "0xd redi
 eq "nothing logged about 0x9" "$(lost_logged 0x9)" "$n9"
 eq "one fallback, no probe" "$(field 5) $(field 6)" "$((fb + 1)) $pr"
 echo 200 >$P/sa_redirect_timeout_ms
+echo 1000 >/sys/module/localsa_test/parameters/timeout_ms
 
 # 11. a device rename is followed (table and debugfs)
 echo "$DEV:1=0xd" >$P/sa_redirect
