@@ -7,6 +7,7 @@
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/inet.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 
 #include "localsa_test.h"
@@ -20,19 +21,25 @@ static struct localsa_test_op *localsa_test_ops[] = {
 	&localsa_test_route_op,
 	&localsa_test_join_op,
 	&localsa_test_leave_op,
+	&localsa_test_path_burst_op,
+	&localsa_test_route_burst_op,
 };
 
-/* "DEV PORT GID", the GID in IPv6 notation (fe80::2) */
+/* "DEV PORT GID [N...]", the GID in IPv6 notation (fe80::2) */
 static int localsa_test_parse(char *req, char *devname, size_t devlen,
-			      u32 *port, union ib_gid *gid)
+			      u32 *port, union ib_gid *gid, u32 *args,
+			      int nargs)
 {
-	char *dev_tok, *port_tok, *gid_tok;
+	char *dev_tok, *port_tok, *gid_tok, *arg;
 	const char *end;
+	int i;
 
-	req = strim(req);
+	req = skip_spaces(strim(req));
 	dev_tok = strsep(&req, " \t");
+	req = req ? skip_spaces(req) : NULL;
 	port_tok = req ? strsep(&req, " \t") : NULL;
-	gid_tok = req ? strim(req) : NULL;
+	req = req ? skip_spaces(req) : NULL;
+	gid_tok = req ? strsep(&req, " \t") : NULL;
 	if (!dev_tok || !port_tok || !gid_tok || !*gid_tok)
 		return -EINVAL;
 	if (strscpy(devname, dev_tok, devlen) < 0)
@@ -41,7 +48,16 @@ static int localsa_test_parse(char *req, char *devname, size_t devlen,
 		return -EINVAL;
 	if (!in6_pton(gid_tok, -1, gid->raw, -1, &end) || *end)
 		return -EINVAL;
-	return 0;
+	for (i = 0; i < LOCALSA_TEST_MAX_ARGS; i++) {
+		args[i] = 0;
+		req = req ? skip_spaces(req) : NULL;
+		arg = req && *req ? strsep(&req, " \t") : NULL;
+		if (!arg)
+			continue;
+		if (i >= nargs || kstrtou32(arg, 0, &args[i]))
+			return -EINVAL;
+	}
+	return req && *skip_spaces(req) ? -EINVAL : 0;
 }
 
 static ssize_t localsa_test_write(struct file *file, const char __user *ubuf,
@@ -50,6 +66,7 @@ static ssize_t localsa_test_write(struct file *file, const char __user *ubuf,
 	struct localsa_test_op *op = file->private_data;
 	char req[LOCALSA_TEST_REQUEST_MAX];
 	char devname[IB_DEVICE_NAME_MAX];
+	u32 args[LOCALSA_TEST_MAX_ARGS];
 	struct localsa_test_dev *dev;
 	union ib_gid gid;
 	u32 port;
@@ -60,7 +77,8 @@ static ssize_t localsa_test_write(struct file *file, const char __user *ubuf,
 	if (copy_from_user(req, ubuf, count))
 		return -EFAULT;
 	req[count] = '\0';
-	ret = localsa_test_parse(req, devname, sizeof(devname), &port, &gid);
+	ret = localsa_test_parse(req, devname, sizeof(devname), &port, &gid,
+				 args, op->nargs);
 	if (ret)
 		return ret;
 
@@ -72,7 +90,8 @@ static ssize_t localsa_test_write(struct file *file, const char __user *ubuf,
 		 !rdma_cap_ib_sa(dev->device, port))
 		ret = -EINVAL;
 	else
-		ret = op->run(dev, port, &gid, op->result, sizeof(op->result));
+		ret = op->run(dev, port, &gid, args, op->result,
+			      sizeof(op->result));
 	mutex_unlock(&localsa_test_lock);
 	return ret ? ret : count;
 }

@@ -85,8 +85,8 @@ static int localsa_test_join_send(struct localsa_test_dev *dev,
 }
 
 static int localsa_test_join_run(struct localsa_test_dev *dev, u32 port,
-				 const union ib_gid *mgid, char *result,
-				 size_t len)
+				 const union ib_gid *mgid,
+				 const u32 *args, char *result, size_t len)
 {
 	struct localsa_test_join *join;
 	int ret;
@@ -132,8 +132,8 @@ static void localsa_test_leave(struct localsa_test_join *join)
 }
 
 static int localsa_test_leave_run(struct localsa_test_dev *dev, u32 port,
-				  const union ib_gid *mgid, char *result,
-				  size_t len)
+				  const union ib_gid *mgid,
+				  const u32 *args, char *result, size_t len)
 {
 	struct localsa_test_join *join = localsa_test_find_join(dev, port, mgid);
 	u16 mlid;

@@ -51,9 +51,23 @@ int localsa_test_format_path(char *buf, size_t len, int status,
 			 be16_to_cpu(rec->pkey));
 }
 
+/* the PathRecord Get of "path": SGID, DGID, reversible, one path */
+void localsa_test_path_request(struct localsa_test_dev *dev, u32 port,
+			       const union ib_gid *sgid,
+			       const union ib_gid *dgid,
+			       struct sa_path_rec *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->rec_type = SA_PATH_REC_TYPE_IB;
+	rec->sgid = *sgid;
+	rec->dgid = *dgid;
+	rec->reversible = 1;
+	rec->numb_path = 1;
+}
+
 static int localsa_test_path_run(struct localsa_test_dev *dev, u32 port,
-				 const union ib_gid *dgid, char *result,
-				 size_t len)
+				 const union ib_gid *dgid,
+				 const u32 *args, char *result, size_t len)
 {
 	struct localsa_test_path_query q = {};
 	struct sa_path_rec rec = {};
@@ -61,20 +75,16 @@ static int localsa_test_path_run(struct localsa_test_dev *dev, u32 port,
 	unsigned long wait;
 	int id, n;
 
-	rec.rec_type = SA_PATH_REC_TYPE_IB;
-	id = rdma_query_gid(dev->device, port, 0, &rec.sgid);
+	union ib_gid sgid;
+
+	id = rdma_query_gid(dev->device, port, 0, &sgid);
 	if (id)
 		return id;
-	rec.dgid = *dgid;
-	rec.reversible = 1;
-	rec.numb_path = 1;
+	localsa_test_path_request(dev, port, &sgid, dgid, &rec);
 	init_completion(&q.done);
 
 	id = ib_sa_path_rec_get(&localsa_test_sa_client, dev->device, port,
-				&rec,
-				IB_SA_PATH_REC_DGID | IB_SA_PATH_REC_SGID |
-				IB_SA_PATH_REC_REVERSIBLE |
-				IB_SA_PATH_REC_NUMB_PATH,
+				&rec, LOCALSA_TEST_PATH_MASK,
 				localsa_test_timeout_ms, GFP_KERNEL,
 				localsa_test_path_cb, &q, &query);
 	if (id < 0) {

@@ -7,13 +7,9 @@
 #include <linux/ktime.h>
 #include <linux/socket.h>
 #include <net/net_namespace.h>
-#include <rdma/ib.h>
 #include <rdma/rdma_cm.h>
 
 #include "localsa_test.h"
-
-/* the destination's service ID: the IB port space, port 0x1e2e */
-#define LOCALSA_TEST_ROUTE_SID	(RDMA_IB_IP_PS_IB | 0x1e2e)
 
 struct localsa_test_route {
 	struct completion done;
@@ -46,8 +42,8 @@ static int localsa_test_route_handler(struct rdma_cm_id *id,
 	return 0;
 }
 
-static void localsa_test_sib(struct sockaddr_ib *sib, const union ib_gid *gid,
-			     u64 sid)
+void localsa_test_sib(struct sockaddr_ib *sib, const union ib_gid *gid,
+		      u64 sid)
 {
 	memset(sib, 0, sizeof(*sib));
 	sib->sib_family = AF_IB;
@@ -91,8 +87,8 @@ static int localsa_test_route_resolve(struct rdma_cm_id *id,
 }
 
 static int localsa_test_route_run(struct localsa_test_dev *dev, u32 port,
-				  const union ib_gid *dgid, char *result,
-				  size_t len)
+				  const union ib_gid *dgid,
+				  const u32 *args, char *result, size_t len)
 {
 	struct localsa_test_route r = {};
 	struct sa_path_rec *rec = NULL;

@@ -10,9 +10,9 @@
 //                         through the real miss path: request -> upstream -> master answer;
 //                         small chunks and mmapped blocks both counted).
 // --paths=N sets the cache size (default 100000). Counters are printed with the results.
-#include "daemon/local_sa.hpp"
+#include "engine/local_sa.hpp"
 #include "fake_transport.hpp"
-#include "sa/response.hpp"
+#include "ib/response.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/io_context.hpp>

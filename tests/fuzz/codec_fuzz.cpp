@@ -5,18 +5,18 @@
 // SM_Key, record extraction that stays inside the response.
 #include "fuzz_check.hpp"
 
-#include "cache/path_cache.hpp"
-#include "daemon/sminfo_responder.hpp"
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/class_port_info.hpp"
-#include "sa/gid.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/mc_member_record.hpp"
-#include "sa/notice.hpp"
-#include "sa/path_record.hpp"
-#include "sa/path_record_service.hpp"
-#include "sa/response.hpp"
+#include "engine/cache/path_cache.hpp"
+#include "engine/handlers/path_record_service.hpp"
+#include "ib/class_port_info.hpp"
+#include "ib/constants.hpp"
+#include "ib/gid.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/mad.hpp"
+#include "ib/mc_member_record.hpp"
+#include "ib/notice.hpp"
+#include "ib/path_record.hpp"
+#include "ib/response.hpp"
+#include "transport/sim/sminfo_responder.hpp"
 
 #include <algorithm>
 #include <array>

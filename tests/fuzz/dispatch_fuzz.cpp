@@ -36,15 +36,15 @@
 #include "fake_transport.hpp"
 #include "fuzz_check.hpp"
 
-#include "coherence/coherence.hpp"
-#include "daemon/local_sa.hpp"
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/gid.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/mc_member_record.hpp"
-#include "sa/notice.hpp"
-#include "sa/path_record.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/constants.hpp"
+#include "ib/gid.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/mad.hpp"
+#include "ib/mc_member_record.hpp"
+#include "ib/notice.hpp"
+#include "ib/path_record.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
@@ -269,7 +269,8 @@ public:
         if (flags & 64)
             sa_->start();
         if (flags & 128) {
-            coherence_ = std::make_unique<coherence::Coherence>(io_.get_executor(), *sa_, cc);
+            coherence_ = std::make_unique<coherence::Coherence>(io_.get_executor(),
+                                                                sa_->coherence_parts(), cc);
             last_port_ = transport_.state;
             coherence_->resync("start"); // what start() does, without its timers
         } else {

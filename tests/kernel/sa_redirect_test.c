@@ -1,7 +1,8 @@
 /*
- * User-space test of the ib_core.sa_redirect parser: the sa_redirect.c that
- * kernel/patches/<line>/ adds, extracted from the patch at build time and
- * compiled against the stand-ins in shim/.
+ * User-space test of ib_core.sa_redirect: the parser and the rules for
+ * redirected queries in the sa_redirect.c that kernel/patches/<line>/ adds,
+ * extracted from the patch at build time and compiled against the
+ * stand-ins in shim/ (its functions are static: the file is included).
  */
 #include "sa_redirect.c"
 
@@ -31,13 +32,13 @@ void ib_sa_redirect_changed(void)
 static const char *roundtrip(const char *in)
 {
 	static char out[PAGE_SIZE];
-	struct sa_redirect_table t;
-	struct sa_redirect_span bad;
+	struct ib_sa_redirect_table t;
+	struct ib_sa_redirect_span bad;
 	const char *why;
 
-	if (sa_redirect_parse(in, &t, &bad, &why))
+	if (ib_sa_redirect_parse(in, &t, &bad, &why))
 		return NULL;
-	sa_redirect_format(&t, out, sizeof(out));
+	ib_sa_redirect_format(&t, out, sizeof(out));
 	return out;
 }
 
@@ -59,10 +60,10 @@ static void good(const char *in, const char *want)
 
 static void bad(const char *in, const char *entry)
 {
-	struct sa_redirect_table t;
-	struct sa_redirect_span b = { "", 0 };
+	struct ib_sa_redirect_table t;
+	struct ib_sa_redirect_span b = { "", 0 };
 	const char *why = NULL;
-	int ret = sa_redirect_parse(in, &t, &b, &why);
+	int ret = ib_sa_redirect_parse(in, &t, &b, &why);
 
 	CHECK(ret == -EINVAL, "\"%s\" accepted", in);
 	if (ret == -EINVAL && entry)
@@ -128,35 +129,35 @@ static void test_parse(void)
 	snprintf(buf, sizeof(buf), "%sd:1=5", name);
 	bad(buf, buf);
 
-	/* at most SA_REDIRECT_MAX_ENTRIES entries */
+	/* at most IB_SA_REDIRECT_MAX_ENTRIES entries */
 	buf[0] = '\0';
-	for (i = 1; i <= SA_REDIRECT_MAX_ENTRIES; i++)
+	for (i = 1; i <= IB_SA_REDIRECT_MAX_ENTRIES; i++)
 		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%sd:%d=%d",
 			 i > 1 ? "," : "", i, i);
-	CHECK(roundtrip(buf) != NULL, "%d entries rejected", SA_REDIRECT_MAX_ENTRIES);
+	CHECK(roundtrip(buf) != NULL, "%d entries rejected", IB_SA_REDIRECT_MAX_ENTRIES);
 	strcat(buf, ",d:99=99");
 	bad(buf, "d:99=99");
 }
 
 static void test_match(void)
 {
-	struct sa_redirect_table t;
-	struct sa_redirect_span b;
+	struct ib_sa_redirect_table t;
+	struct ib_sa_redirect_span b;
 	const char *why;
 
-	CHECK(!sa_redirect_parse("*:*=1,mlx5_0:*=2,*:2=3,mlx5_0:2=4,mlx4_0:3=self",
+	CHECK(!ib_sa_redirect_parse("*:*=1,mlx5_0:*=2,*:2=3,mlx5_0:2=4,mlx4_0:3=self",
 				 &t, &b, &why), "match table rejected");
-	CHECK(sa_redirect_match(&t, "mlx5_0", 2)->lid == 4, "dev:port beats all");
-	CHECK(sa_redirect_match(&t, "mlx5_0", 1)->lid == 2, "dev:* beats *:port");
-	CHECK(sa_redirect_match(&t, "mlx4_0", 2)->lid == 3, "*:port beats *:*");
-	CHECK(sa_redirect_match(&t, "mlx4_0", 1)->lid == 1, "*:* matches the rest");
-	CHECK(sa_redirect_match(&t, "mlx4_0", 3)->lid == 0, "self entry");
+	CHECK(ib_sa_redirect_match(&t, "mlx5_0", 2)->lid == 4, "dev:port beats all");
+	CHECK(ib_sa_redirect_match(&t, "mlx5_0", 1)->lid == 2, "dev:* beats *:port");
+	CHECK(ib_sa_redirect_match(&t, "mlx4_0", 2)->lid == 3, "*:port beats *:*");
+	CHECK(ib_sa_redirect_match(&t, "mlx4_0", 1)->lid == 1, "*:* matches the rest");
+	CHECK(ib_sa_redirect_match(&t, "mlx4_0", 3)->lid == 0, "self entry");
 
-	CHECK(!sa_redirect_parse("mlx5_0:1=0x20", &t, &b, &why), "rejected");
-	CHECK(!sa_redirect_match(&t, "mlx5_0", 2), "other port matched");
-	CHECK(!sa_redirect_match(&t, "mlx5_01", 1), "other device matched");
-	CHECK(!sa_redirect_match(&t, "mlx5", 1), "prefix matched");
-	CHECK(sa_redirect_match(&t, "mlx5_0", 1)->lid == 0x20, "exact entry");
+	CHECK(!ib_sa_redirect_parse("mlx5_0:1=0x20", &t, &b, &why), "rejected");
+	CHECK(!ib_sa_redirect_match(&t, "mlx5_0", 2), "other port matched");
+	CHECK(!ib_sa_redirect_match(&t, "mlx5_01", 1), "other device matched");
+	CHECK(!ib_sa_redirect_match(&t, "mlx5", 1), "prefix matched");
+	CHECK(ib_sa_redirect_match(&t, "mlx5_0", 1)->lid == 0x20, "exact entry");
 }
 
 /* the parameter as sysfs and modprobe drive it */
@@ -169,16 +170,44 @@ static const char *param_get(void)
 	return page;
 }
 
+static u16 lookup(const char *dev, u32 port)
+{
+	u16 lid = 0;
+
+	switch (ib_sa_redirect_lookup(dev, port, &lid)) {
+	case IB_SA_REDIRECT_LID:
+		return lid;
+	case IB_SA_REDIRECT_SELF:
+		return 0xffff;	/* stands for "self" here */
+	default:
+		return 0;
+	}
+}
+
 static void test_param(void)
 {
 	int calls, warnings;
+
+	/* load time (before ib_sa runs): a bad value is logged, not refused */
+	warnings = shim_warnings;
+	CHECK(shim_param_sa_redirect->set("*:*=0xc000\n", NULL) == 0,
+	      "a bad value at load time fails the load of ib_core");
+	CHECK(!strcmp(param_get(), "\n"), "bad load-time value left a table: \"%s\"",
+	      param_get());
+	CHECK(shim_warnings == warnings + 1 && strstr(shim_last_warning, "redirect off"),
+	      "bad load-time value not logged: %s", shim_last_warning);
+	CHECK(shim_param_sa_redirect->set("*:*=self", NULL) == 0, "load-time value");
+	CHECK(changed_calls == 0, "address handles rebuilt before ib_sa runs");
+	CHECK(shim_param_sa_redirect->set("mlx5_0:1=1,x", NULL) == 0 &&
+	      !strcmp(param_get(), "\n"), "a bad load-time value keeps the table empty");
+	ib_sa_redirect_start();
 
 	CHECK(!strcmp(param_get(), "\n"), "initial table not empty: \"%s\"", param_get());
 	CHECK(*shim_param_sa_redirect_timeout_ms == 200, "timeout default %u",
 	      *shim_param_sa_redirect_timeout_ms);
 	CHECK(*shim_param_sa_redirect_probe_ms == 5000, "probe default %u",
 	      *shim_param_sa_redirect_probe_ms);
-	CHECK(sa_redirect_timeout() == 200 && sa_redirect_probe_interval() == 5000,
+	CHECK(ib_sa_redirect_timeout_ms() == 200 && ib_sa_redirect_probe_ms() == 5000,
 	      "getters");
 
 	calls = changed_calls;
@@ -187,9 +216,8 @@ static void test_param(void)
 	CHECK(!strcmp(param_get(), "mlx5_0:1=0x12,*:*=self\n"), "read-out \"%s\"",
 	      param_get());
 	CHECK(changed_calls == calls + 1, "address handles not rebuilt");
-	CHECK(sa_redirect_lookup("mlx5_0", 1, 7) == 0x12, "lookup LID");
-	CHECK(sa_redirect_lookup("mlx5_0", 2, 7) == 7, "lookup self");
-	CHECK(sa_redirect_lookup("mlx5_0", 2, 0) == 0, "self without a LID");
+	CHECK(lookup("mlx5_0", 1) == 0x12, "lookup LID");
+	CHECK(lookup("mlx5_0", 2) == 0xffff, "lookup self");
 
 	calls = changed_calls;
 	warnings = shim_warnings;
@@ -201,16 +229,81 @@ static void test_param(void)
 	CHECK(shim_warnings == warnings + 1, "%d warnings", shim_warnings - warnings);
 	CHECK(strstr(shim_last_warning, "\"mlx5_0:1=0xc000\""),
 	      "warning does not name the entry: %s", shim_last_warning);
+	CHECK(strstr(shim_last_warning, "table unchanged"), "warning: %s",
+	      shim_last_warning);
+	CHECK(!strncmp(shim_last_warning, "ib_sa: ", 7), "no pr_fmt prefix: %s",
+	      shim_last_warning);
 
 	CHECK(shim_param_sa_redirect->set("", NULL) == 0, "clearing rejected");
 	CHECK(!strcmp(param_get(), "\n"), "not cleared: \"%s\"", param_get());
-	CHECK(sa_redirect_lookup("mlx5_0", 1, 7) == 0, "still redirected");
+	CHECK(lookup("mlx5_0", 1) == 0, "still redirected");
 
 	*shim_param_sa_redirect_timeout_ms = 0;
 	*shim_param_sa_redirect_probe_ms = 0;
-	CHECK(sa_redirect_timeout() == 1, "timeout 0 not clamped");
-	CHECK(sa_redirect_probe_interval() == 100, "probe 0 not clamped");
-	CHECK(sa_redirect_mutex.held == 0, "mutex left held");
+	CHECK(ib_sa_redirect_timeout_ms() == 1, "timeout 0 not clamped");
+	CHECK(ib_sa_redirect_probe_ms() == 100, "probe 0 not clamped");
+	CHECK(ib_sa_redirect_mutex.held == 0, "mutex left held");
+}
+
+/* which answers are refusals: the whole status, no mask */
+static void test_refused(void)
+{
+	static const struct {
+		u16 status;
+		bool refused;
+	} cases[] = {
+		{ 0x0000, false },	/* success */
+		{ 0x0004, true },	/* bad version */
+		{ 0x0008, true },	/* unsupported method */
+		{ 0x000c, true },	/* unsupported method/attribute */
+		{ 0x001c, false },	/* invalid attribute value: an SA's answer */
+		{ 0x0014, false },	/* reserved invalid-field code */
+		{ 0x0001, false },	/* busy */
+		{ 0x0005, false },	/* busy + bad version: an SA's answer */
+		{ 0x000d, false },	/* busy + unsupported method/attribute */
+		{ 0x000e, false },	/* redirect + unsupported method/attribute */
+		{ 0x010c, false },	/* SA class code + 0x0c */
+		{ 0x0300, false },	/* ERR_NO_RECORDS */
+		{ 0x0108, false },	/* ERR_NO_RESOURCES with 0x08 */
+		{ 0x0408, false },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		CHECK(ib_sa_redirect_refused(cpu_to_be16(cases[i].status)) ==
+		      cases[i].refused, "status 0x%04x taken %s a refusal",
+		      cases[i].status, cases[i].refused ? "for no" : "for");
+}
+
+/* which redirected requests may go to the SM, after what */
+static void test_resend(void)
+{
+	static const u8 gets[] = { 0x01, 0x12, 0x13, 0x14 };
+	static const u8 others[] = { 0x02, 0x15, 0x06, 0x05, 0x07 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(gets); i++) {
+		CHECK(ib_sa_redirect_is_get(gets[i]), "0x%02x is a Get", gets[i]);
+		CHECK(ib_sa_redirect_may_resend(gets[i], IB_SA_REDIRECT_TIMED_OUT),
+		      "Get 0x%02x not resent after a timeout", gets[i]);
+		CHECK(ib_sa_redirect_may_resend(gets[i], IB_SA_REDIRECT_REFUSED),
+		      "Get 0x%02x not resent after a refusal", gets[i]);
+		CHECK(!ib_sa_redirect_may_resend(gets[i], IB_SA_REDIRECT_ANSWERED),
+		      "answered Get 0x%02x resent", gets[i]);
+	}
+	for (i = 0; i < ARRAY_SIZE(others); i++) {
+		CHECK(!ib_sa_redirect_is_get(others[i]), "0x%02x is a Get", others[i]);
+		/* the target may have acted on it, or relayed it to the SM */
+		CHECK(!ib_sa_redirect_may_resend(others[i], IB_SA_REDIRECT_TIMED_OUT),
+		      "method 0x%02x resent after a timeout", others[i]);
+		/* a refused request was not processed: safe to send again */
+		CHECK(ib_sa_redirect_may_resend(others[i], IB_SA_REDIRECT_REFUSED),
+		      "method 0x%02x not resent after a refusal", others[i]);
+		CHECK(ib_sa_redirect_may_resend(others[i], IB_SA_REDIRECT_SEND_FAILED),
+		      "method 0x%02x not resent after a failed send", others[i]);
+		CHECK(!ib_sa_redirect_may_resend(others[i], IB_SA_REDIRECT_ANSWERED),
+		      "answered method 0x%02x resent", others[i]);
+	}
 }
 
 int main(void)
@@ -218,6 +311,8 @@ int main(void)
 	test_parse();
 	test_match();
 	test_param();
+	test_refused();
+	test_resend();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

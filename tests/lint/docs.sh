@@ -17,8 +17,8 @@ for tool in localsad localsactl; do
         fi
     done
 done
-counters=$(grep -oE '^\s*X\([a-z_]+\)' userspace/daemon/counters.hpp | grep -oE '[a-z_]+\)' | tr -d ')')
-[[ -n "$counters" ]] || { echo "docs: no counters found in userspace/daemon/counters.hpp" >&2; exit 1; }
+counters=$(grep -oE '^\s*X\([a-z_]+\)' userspace/engine/counters.hpp | grep -oE '[a-z_]+\)' | tr -d ')')
+[[ -n "$counters" ]] || { echo "docs: no counters found in userspace/engine/counters.hpp" >&2; exit 1; }
 for c in $counters; do
     if ! grep -q "\`$c\`" "$doc"; then
         echo "docs: counter $c is not in $doc" >&2

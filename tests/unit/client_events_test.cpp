@@ -2,11 +2,11 @@
 // master on their behalf, and the master's Reports sent on to them.
 #include "fake_transport.hpp"
 
-#include "coherence/coherence.hpp"
-#include "daemon/local_sa.hpp"
-#include "events/client_subscriptions.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/notice.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/events/client_subscriptions.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/notice.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -69,7 +69,7 @@ struct Node {
     boost::asio::io_context io;
     FakeTransport transport;
     LocalSa sa{io.get_executor(), transport, {}};
-    coherence::Coherence coh{io.get_executor(), sa, [] {
+    coherence::Coherence coh{io.get_executor(), sa.coherence_parts(), [] {
                                  coherence::CoherenceConfig c;
                                  c.preload = false;
                                  c.subscription_check = 0ms;
@@ -413,7 +413,7 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 0ms;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start(); // trap 64 goes out, the other five overflow (tried again later)
     for (const auto& s : transport.take())
         sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));

@@ -1,8 +1,8 @@
-// Golden-byte tests for the MAD / RMPP / SA header codec (userspace/mad/). The reference bytes are
-// built with libibmad's field table (mad_set_field*) and rdma-core's umad_sa_packet layout, never
-// with the project's own codec.
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
+// Golden-byte tests for the MAD / RMPP / SA header codec (userspace/ib/mad.*). The reference
+// bytes are built with libibmad's field table (mad_set_field*) and rdma-core's umad_sa_packet
+// layout, never with the project's own codec.
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
 
 #include <catch2/catch.hpp>
 #include <infiniband/mad.h>

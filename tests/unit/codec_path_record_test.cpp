@@ -1,10 +1,10 @@
-// Golden-byte tests for PathRecord (userspace/sa/path_record.*) and masked_path_record. Reference
+// Golden-byte tests for PathRecord (userspace/ib/path_record.*) and masked_path_record. Reference
 // bytes: libibmad's IB_SA_PR_* fields where libibmad defines them (DGID, SGID, DLID, SLID,
 // NumbPath, SL), umad_sa.h's selector packing for MTU/Rate/PacketLifeTime, and for the rest an
 // MSB-first bit writer placed at the IBA PathRecord bit offsets (cross-checked with libibmad
 // below).
-#include "mad/bytes.hpp"
-#include "sa/path_record.hpp"
+#include "ib/bytes.hpp"
+#include "ib/path_record.hpp"
 
 #include <catch2/catch.hpp>
 #include <infiniband/mad.h>

@@ -3,12 +3,12 @@
 // IB_NOTICE_*, IB_SA_MCM_* fields; rdma-core's umad_class_port_info / umad_sa_mcmember_record
 // layouts and helpers; for InformInfo (libibmad has no InformInfo fields) an MSB-first bit writer
 // at the IBA bit offsets.
-#include "mad/bytes.hpp"
-#include "sa/class_port_info.hpp"
-#include "sa/gid.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/mc_member_record.hpp"
-#include "sa/notice.hpp"
+#include "ib/bytes.hpp"
+#include "ib/class_port_info.hpp"
+#include "ib/gid.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/mc_member_record.hpp"
+#include "ib/notice.hpp"
 
 #include <catch2/catch.hpp>
 #include <infiniband/mad.h>

@@ -1,9 +1,9 @@
 // Tests for the SA response builders (make_records_response / make_error_response, against
 // OpenSM's osm_sa_respond / osm_sa_send_error) and for response_records. Expected bytes are built
 // from the request with libibmad's field setters, not with the project's codec.
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/response.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
+#include "ib/response.hpp"
 
 #include <catch2/catch.hpp>
 #include <infiniband/mad.h>

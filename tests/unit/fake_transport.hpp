@@ -1,9 +1,9 @@
 // A MadTransport that records what the logic sends and lets a test play the master SA.
 #pragma once
 
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/path_record.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
+#include "ib/path_record.hpp"
 #include "transport/transport.hpp"
 
 #include <chrono>

@@ -1,12 +1,12 @@
 // The dispatcher, path cache, upstream client and proxy driven together over a fake transport.
 #include "fake_transport.hpp"
 
-#include "daemon/local_sa.hpp"
-#include "daemon/sminfo_responder.hpp"
-#include "sa/class_port_info.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/notice.hpp"
-#include "sa/response.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/class_port_info.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/notice.hpp"
+#include "ib/response.hpp"
+#include "transport/sim/sminfo_responder.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // The PathRecord cache's compact store: inline and out-of-line entries, the open-addressing
 // index (collisions, growth, erase), expiry, eviction and the refresh queue.
-#include "cache/path_cache.hpp"
+#include "engine/cache/path_cache.hpp"
 #include "fake_transport.hpp"
-#include "mad/constants.hpp"
+#include "ib/constants.hpp"
 
 #include <catch2/catch.hpp>
 

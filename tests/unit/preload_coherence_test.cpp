@@ -1,10 +1,10 @@
 // Preload tables, refresh scheduling and Report handling, over the fake transport.
 #include "fake_transport.hpp"
 
-#include "cache/preload_table.hpp"
-#include "coherence/coherence.hpp"
-#include "daemon/local_sa.hpp"
-#include "sa/notice.hpp"
+#include "engine/cache/preload_table.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/notice.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -142,7 +142,7 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
     cc.preload = false;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     auto subs = transport.take();
     CHECK(subs.size() == std::size(coherence::kSubscribedTraps));
@@ -196,7 +196,7 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.port_poll = 5ms;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     transport.take();
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
@@ -235,7 +235,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 10ms;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     confirm_subscriptions(sa, transport);
 
@@ -287,7 +287,7 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 10ms;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     auto subs = transport.take();
     REQUIRE(subs.size() == std::size(coherence::kSubscribedTraps));
@@ -305,7 +305,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     std::vector<std::uint16_t> asked;
     for (int i = 0; i < 4; ++i) {
@@ -340,7 +340,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     transport.take();
     const auto t0 = std::chrono::steady_clock::now();
@@ -374,7 +374,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 10ms;
-    coherence::Coherence coh(io.get_executor(), sa, cc);
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     confirm_subscriptions(sa, transport);
     io.run_for(15ms);

@@ -2,8 +2,8 @@
 // logged (at any level) and never put into the daemon's own queries.
 #include "fake_transport.hpp"
 
-#include "daemon/local_sa.hpp"
-#include "sa/notice.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/notice.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>

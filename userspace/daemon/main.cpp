@@ -1,12 +1,13 @@
 // localsad: the local SA daemon for one HCA port.
-#include "coherence/coherence.hpp"
-#include "control/control_server.hpp"
-#include "daemon/local_sa.hpp"
+#include "control/client.hpp"
+#include "daemon/control_server.hpp"
 #include "daemon/options.hpp"
 #include "daemon/privileges.hpp"
 #include "daemon/reload.hpp"
-#include "mad/mad.hpp"
-#include "transport/umad_transport.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/mad.hpp"
+#include "transport/umad/umad_transport.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -24,6 +25,10 @@
 using namespace localsa;
 
 namespace {
+
+// Exit status when a subnet manager runs on the port: the unit does not restart on it
+// (RestartPreventExitStatus), restarting would not help.
+constexpr int kExitPortHasSm = 3;
 
 nlohmann::json dump_cache(const cache::PathCache& cache) {
     nlohmann::json entries = nlohmann::json::array();
@@ -129,12 +134,11 @@ int main(int argc, char** argv) {
         transport::UmadTransport umad(topt, io.get_executor(),
                                       [&](transport::InboundMad in) { local_sa->dispatch(in); });
         local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
-        coherence::Coherence coherence(io.get_executor(), *local_sa, o.coherence);
+        coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
 
         const auto port = umad.port();
-        const auto control_path = o.control.empty() ? "/run/localsa/" + port.ca + "-" +
-                                                          std::to_string(port.port) + ".sock"
-                                                    : o.control;
+        const auto control_path =
+            o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
         control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
             const auto cmd = req.value("cmd", "");
             if (cmd == "stats") {
@@ -181,6 +185,9 @@ int main(int argc, char** argv) {
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
                      LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, control_path);
         io.run();
+    } catch (const transport::PortHasSmError& e) {
+        spdlog::critical("{}", e.what());
+        return kExitPortHasSm;
     } catch (const std::exception& e) {
         spdlog::critical("{}", e.what());
         return 1;

@@ -70,11 +70,21 @@ bool running_under_umad2sim() {
 
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     DaemonOptions o;
-    long timeout_ms = 200, retries = 2, max_outstanding = 32, max_queued = 4096;
-    long path_ttl_s = 300, negative_ttl_ms = 1000;
-    long cache_max_entries = 1'000'000, max_client_subscriptions = 1024;
-    long max_staleness_s = 300, refresh_rate = 200, port_poll_ms = 1000;
-    long subscription_check_s = 60;
+    // The defaults are the engine's (its *Config structs); the options only name them.
+    const LocalSaConfig d;
+    const coherence::CoherenceConfig dc;
+    using std::chrono::duration_cast;
+    using std::chrono::seconds;
+    long timeout_ms = d.upstream.try_timeout.count(), retries = d.upstream.retries;
+    long max_outstanding = static_cast<long>(d.upstream.max_outstanding);
+    long max_queued = static_cast<long>(d.upstream.max_queued);
+    long path_ttl_s = duration_cast<seconds>(d.path_record.positive_ttl).count();
+    long negative_ttl_ms = d.path_record.negative_ttl.count();
+    long cache_max_entries = static_cast<long>(d.cache_max_entries);
+    long max_client_subscriptions = static_cast<long>(d.max_client_subscriptions);
+    long max_staleness_s = duration_cast<seconds>(d.path_record.max_staleness).count();
+    long refresh_rate = dc.refresh_rate, port_poll_ms = dc.port_poll.count();
+    long subscription_check_s = duration_cast<seconds>(dc.subscription_check).count();
     bool no_subscribe = false, no_preload = false;
 
     po::options_description general("General");
@@ -96,29 +106,31 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
                         "configuration file and exit (status 0: valid, 2: not)");
 
     po::options_description tuning("Tuning");
-    tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(200),
+    tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
                          "wait this long for the master SA per try")(
-        "upstream-retries", po::value(&retries)->default_value(2),
+        "upstream-retries", po::value(&retries)->default_value(retries),
         "tries after the first before a query to the master fails")(
-        "max-outstanding", po::value(&max_outstanding)->default_value(32),
+        "max-outstanding", po::value(&max_outstanding)->default_value(max_outstanding),
         "queries in flight to the master at most")(
-        "max-queued", po::value(&max_queued)->default_value(4096),
+        "max-queued", po::value(&max_queued)->default_value(max_queued),
         "queries waiting behind them at most (more are dropped and counted)")(
-        "cache-max-entries", po::value(&cache_max_entries)->default_value(1'000'000),
+        "cache-max-entries", po::value(&cache_max_entries)->default_value(cache_max_entries),
         "PathRecord answers kept at most")(
-        "max-client-subscriptions", po::value(&max_client_subscriptions)->default_value(1024),
+        "max-client-subscriptions",
+        po::value(&max_client_subscriptions)->default_value(max_client_subscriptions),
         "event subscriptions (InformInfo) clients of the port may hold at most")(
-        "path-ttl-s", po::value(&path_ttl_s)->default_value(300),
+        "path-ttl-s", po::value(&path_ttl_s)->default_value(path_ttl_s),
         "seconds an answer is served before the master is asked again")(
-        "negative-ttl-ms", po::value(&negative_ttl_ms)->default_value(1000),
+        "negative-ttl-ms", po::value(&negative_ttl_ms)->default_value(negative_ttl_ms),
         "milliseconds a 'no such path' answer is remembered (0: never)")(
-        "max-staleness-s", po::value(&max_staleness_s)->default_value(300),
+        "max-staleness-s", po::value(&max_staleness_s)->default_value(max_staleness_s),
         "seconds an answer is still served after its refresh failed (master unreachable)")(
-        "refresh-rate", po::value(&refresh_rate)->default_value(200),
+        "refresh-rate", po::value(&refresh_rate)->default_value(refresh_rate),
         "refresh queries to the master per second at most")(
-        "port-poll-ms", po::value(&port_poll_ms)->default_value(1000),
+        "port-poll-ms", po::value(&port_poll_ms)->default_value(port_poll_ms),
         "how often the port's LID, SM LID, state and PKeys are read")(
-        "subscription-check-s", po::value(&subscription_check_s)->default_value(60),
+        "subscription-check-s",
+        po::value(&subscription_check_s)->default_value(subscription_check_s),
         "seconds between checks that the master still holds the subscriptions (0: never)")(
         "no-subscribe", po::bool_switch(&no_subscribe),
         "do not subscribe to the master's events (rely on refresh alone)")(

@@ -1,8 +1,8 @@
 // localsad's command line and configuration file (the same option names in both).
 #pragma once
 
-#include "coherence/coherence.hpp"
-#include "daemon/local_sa.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
 
 #include <optional>
 #include <stdexcept>

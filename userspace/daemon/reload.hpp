@@ -1,9 +1,9 @@
 // SIGHUP: the configuration read again and applied to the running daemon, cache kept.
 #pragma once
 
-#include "coherence/coherence.hpp"
-#include "daemon/local_sa.hpp"
 #include "daemon/options.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
 
 #include <string>
 #include <vector>

@@ -1,9 +1,9 @@
 // localsactl: talk to a running localsad (stats, dump, flush) and send SA queries to any LID.
-#include "control/control_server.hpp"
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/path_record.hpp"
-#include "sa/response.hpp"
+#include "control/client.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
+#include "ib/path_record.hpp"
+#include "ib/response.hpp"
 #include "tools/sa_client.hpp"
 
 #include <boost/program_options.hpp>
@@ -100,13 +100,14 @@ sa::Gid parse_gid(const std::string& s, const char* what) {
 std::string default_control_path() {
     std::vector<std::string> found;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/run/localsa", ec))
+    for (const auto& e : std::filesystem::directory_iterator(control::kSocketDir, ec))
         if (e.path().extension() == ".sock")
             found.push_back(e.path());
     if (found.size() == 1)
         return found.front();
-    throw UsageError(found.empty() ? "no localsad control socket in /run/localsa; use --control"
-                                   : "several localsad sockets in /run/localsa; use --control");
+    throw UsageError(
+        (found.empty() ? "no localsad control socket in " : "several localsad sockets in ") +
+        std::string(control::kSocketDir) + "; use --control");
 }
 
 std::uint64_t fresh_tid() {
@@ -114,9 +115,9 @@ std::uint64_t fresh_tid() {
 }
 
 void print_records(const std::vector<std::uint8_t>& resp, bool raw) {
-    const auto status = mad::load_be16(resp, 4);
+    const auto status = mad::load_be16(resp, mad::offset::kStatus);
     std::cout << "status=" << mad::status_name(status) << "\n";
-    if (status == 0 && mad::load_be16(resp, 16) == mad::attr::kPathRecord) {
+    if (status == 0 && mad::load_be16(resp, mad::offset::kAttrId) == mad::attr::kPathRecord) {
         const auto recs = sa::response_records(resp, sa::PathRecord::kSize);
         for (std::size_t off = 0; off + sa::PathRecord::kSize <= recs.bytes.size();
              off += sa::PathRecord::kSize) {
@@ -282,7 +283,8 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
             const auto sent = clock::now();
             mad::set_tid(request, fresh_tid());
             auto r = client.query(request, lid, timeout);
-            const auto st = r ? mad::status_name(mad::load_be16(*r, 4)) : std::string("none");
+            const auto st = r ? mad::status_name(mad::load_be16(*r, mad::offset::kStatus))
+                              : std::string("none");
             if (st != last) {
                 const auto ms =
                     std::chrono::duration_cast<std::chrono::milliseconds>(sent.time_since_epoch())

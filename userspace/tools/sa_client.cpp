@@ -1,7 +1,9 @@
 #include "tools/sa_client.hpp"
 
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
+#include "transport/umad/umad_port.hpp"
+
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
 
 #include <infiniband/umad.h>
 
@@ -15,19 +17,7 @@ namespace localsa::tools {
 SaClient::SaClient(const std::string& ca, int port_num) {
     if (umad_init() < 0)
         throw std::runtime_error("umad_init failed: is ib_umad loaded?");
-    umad_port_t p{};
-    if (umad_get_port(ca.empty() ? nullptr : ca.c_str(), port_num, &p) < 0)
-        throw std::runtime_error("cannot read port " + std::to_string(port_num) + " of CA '" +
-                                 (ca.empty() ? std::string("(first)") : ca) + "'");
-    port_.ca = p.ca_name;
-    port_.port = p.portnum;
-    port_.lid = static_cast<std::uint16_t>(p.base_lid);
-    port_.lmc = static_cast<std::uint8_t>(p.lmc);
-    port_.sm_lid = static_cast<std::uint16_t>(p.sm_lid);
-    port_.sm_sl = static_cast<std::uint8_t>(p.sm_sl);
-    port_.state = static_cast<std::uint8_t>(p.state);
-    port_.gid = sa::Gid::from_parts(be64toh(p.gid_prefix), be64toh(p.port_guid));
-    umad_release_port(&p);
+    port_ = transport::read_umad_port(ca, port_num);
     fd_ = umad_open_port(port_.ca.c_str(), port_.port);
     if (fd_ < 0)
         throw std::runtime_error("cannot open the umad device of " + port_.ca + ": " +
@@ -63,9 +53,7 @@ std::optional<transport::InboundMad> SaClient::receive(std::chrono::milliseconds
     auto* umad = reinterpret_cast<ib_user_mad*>(buf_.data());
     transport::InboundMad in;
     in.status = umad_status(umad);
-    const ib_mad_addr* a = umad_get_mad_addr(umad);
-    in.from.lid = ntohs(a->lid);
-    in.from.qpn = ntohl(a->qpn);
+    in.from = transport::decode_umad_address(*umad_get_mad_addr(umad));
     const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
     in.bytes.assign(data, data + std::min(len, capacity));
     if (in.bytes.size() < mad::kMadSize)

@@ -2,7 +2,7 @@
 // receive the responses. Synchronous; no event loop, no server registration.
 #pragma once
 
-#include "mad/bytes.hpp"
+#include "ib/bytes.hpp"
 #include "transport/transport.hpp"
 
 #include <chrono>

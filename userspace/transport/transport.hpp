@@ -2,8 +2,8 @@
 // one is libibumad (UmadTransport), unit tests use a fake that records what was sent.
 #pragma once
 
-#include "mad/bytes.hpp"
-#include "sa/gid.hpp"
+#include "ib/bytes.hpp"
+#include "ib/gid.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // limit, slots of lost requests freed, answers to requesters delivered in-process.
 #define CATCH_CONFIG_MAIN
 #include "fake_transport.hpp"
-#include "fleet/shared_port.hpp"
+#include "sim/fleet/shared_port.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>

@@ -6,6 +6,8 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 BIN=$(cd "$BIN" && pwd) # absolute: the tests run from a work directory
 FABRIC=$ROOT/scripts/fabric
+# shellcheck source=scripts/fabric-client.sh
+. "$ROOT/scripts/fabric-client.sh"
 passed=0
 failed=0
 pass() { echo "ok   - $*"; passed=$((passed + 1)); }
@@ -17,6 +19,9 @@ DAEMON_PID=
 cleanup() {
     [[ -n ${FABRIC_OPENSM_PID:-} ]] && kill -CONT "$FABRIC_OPENSM_PID" 2>/dev/null
     [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+    local retried
+    retried=$(fabric_client_retries "$WORK/fabric")
+    ((retried == 0)) || echo "# client starts retried after a crash on their way up: $retried"
     "$FABRIC" down --dir "$WORK/fabric" >/dev/null 2>&1
     if ((failed)) || [[ -n ${KEEP_LOGS:-} ]]; then
         echo "--- localsad log"; tail -40 "$WORK/localsad.log" 2>/dev/null
@@ -38,13 +43,18 @@ start_fabric() {
     CTL=$WORK/localsad.sock
 }
 
-# start_localsad [OPTIONS]: localsad on H1 (log level $LOG_LEVEL, default debug), waits for its
-# control socket.
+# start_localsad [OPTIONS]: localsad on H1 (log level $LOG_LEVEL, default debug); returns once its
+# control socket is there (its agents are registered by then). Started again when umad2sim
+# crashes it on its way up (scripts/fabric-client.sh); DAEMON_PID is localsad's own pid.
 start_localsad() {
-    "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground \
-        --control "$CTL" --log-level "${LOG_LEVEL:-debug}" "$@" >"$WORK/localsad.log" 2>&1 &
-    DAEMON_PID=$!
-    for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
+    rm -f "$CTL"
+    fabric_client_start --dir "$WORK/fabric" --name "localsad on H1" --ready-file "$CTL" \
+        --timeout 10 --output "$WORK/localsad.log" -- \
+        "$FABRIC" run --dir "$WORK/fabric" --node H1 --no-retry -- "$BIN/localsad" --foreground \
+        --control "$CTL" --log-level "${LOG_LEVEL:-debug}" "$@"
+    local rc=$?
+    DAEMON_PID=$FABRIC_CLIENT_PID
+    return $rc
 }
 
 ctl() { "$BIN/localsactl" --control "$CTL" "$@"; }

@@ -17,10 +17,10 @@ OWN_LID=${LIDS[1]}
 CONF=$WORK/localsad.conf
 printf 'log-level = info\nnegative-ttl-ms = 600000\nport-poll-ms = 200\n' >"$CONF"
 chmod 644 "$CONF"
-"$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsad" --foreground --control "$CTL" \
-    --config "$CONF" --user nobody >"$WORK/localsad.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 50); do [[ -S $CTL ]] && break; sleep 0.1; done
+fabric_client_start --dir "$WORK/fabric" --name "localsad on H1" --ready-file "$CTL" --timeout 10 \
+    --output "$WORK/localsad.log" -- "$FABRIC" run --dir "$WORK/fabric" --node H1 --no-retry -- \
+    "$BIN/localsad" --foreground --control "$CTL" --config "$CONF" --user nobody
+DAEMON_PID=$FABRIC_CLIENT_PID
 check "localsad starts" test -S "$CTL"
 eq() { check "$1 ($2 = $3)" test "$2" = "$3"; }
 eq "runs as nobody" 65534 "$(awk '$1 == "Uid:" {print $3}' "/proc/$DAEMON_PID/status")"

@@ -121,7 +121,7 @@ check "the SM_Key appears nowhere in the trace-level log (hex, decimal, spaced)"
     bash -c "! grep -qiE '$SM_KEY|$dec|8b ?ad ?f0 ?0d ?ca ?fe|cafe1234' '$WORK/localsad.log'"
 
 # --- privileges
-pid=$DAEMON_PID # `scripts/fabric run` execs the program
+pid=$DAEMON_PID # localsad itself (start_localsad: `scripts/fabric run --no-retry` execs it)
 status_line() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$pid/status"; }
 eq "no effective capabilities" 0000000000000000 "$(status_line CapEff)"
 eq "no permitted capabilities" 0000000000000000 "$(status_line CapPrm)"

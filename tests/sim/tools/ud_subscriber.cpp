@@ -11,11 +11,11 @@
 //    "from_lid":N,"from_qp":N}
 //   {"event":"unsubscribed","status":S}
 // Exit: 0 done; 1 ibsim error; 2 bad options; 3 no answer to the Set; 4 the SA refused the Set.
-#include "mad/constants.hpp"
-#include "mad/mad.hpp"
-#include "sa/gid.hpp"
-#include "sa/inform_info.hpp"
-#include "sa/notice.hpp"
+#include "ib/constants.hpp"
+#include "ib/gid.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/mad.hpp"
+#include "ib/notice.hpp"
 #include "sim_client.hpp"
 
 #include <arpa/inet.h>

@@ -2,16 +2,27 @@
 """Stand-ins for the sa_redirect fail-open test (inside the guest).
 
   sa_stub.py relay /dev/simhcaN LOG     the fabric of one simhca port: sets the port ACTIVE
-                                        (LID 5, SM LID 1) and answers every SA Get sent to
-                                        the SM LID with an empty GetResp, logging
-                                        "SM attr=0xNNNN t=SECONDS" per query; SA Gets
-                                        to other LIDs are dropped ("DROP ..."). SIGUSR1: client
-                                        re-register; SIGUSR2: move the port to LID 7.
-  sa_stub.py localsa /dev/infiniband/umadN LOG
+                                        (LID 5, SM LID 1) and answers the SA requests sent
+                                        to these LIDs, logging "ROLE attr=0xNNNN
+                                        method=0xNN t=SECONDS" per request:
+                                          0x1 SM       answers every request (echo, status 0)
+                                          0xb NOAGENT  a node with no SA agent: its MAD layer
+                                                       refuses Get and Set (status 0x000c)
+                                                       and drops the rest
+                                          0xc PARTIAL  an SA that answers ClassPortInfo and
+                                                       refuses every other attribute (0x000c)
+                                          0xd SLOW     an SA that answers ClassPortInfo at
+                                                       once and everything else after 0.6 s
+                                        Requests to other LIDs are dropped ("DROP ...").
+                                        SIGUSR1: client re-register; SIGUSR2: move the port to
+                                        LID 7; SIGHUP: SM LID 0 <-> 1.
+  sa_stub.py localsa /dev/infiniband/umadN LOG [DELAY]
                                         a local SA: registers for SA Get on the port and
-                                        answers every one, logging "LOCAL attr=0xNNNN".
+                                        answers every one (after DELAY seconds), logging
+                                        "LOCAL attr=0xNNNN".
 """
 import fcntl
+import heapq
 import os
 import select
 import signal
@@ -20,11 +31,17 @@ import sys
 import time
 
 LID, SM_LID = 5, 1
+NOAGENT_LID, PARTIAL_LID, SLOW_LID = 0xB, 0xC, 0xD
+SLOW_DELAY = 0.6
+CLASS_PORT_INFO = 0x0001
+UNSUPPORTED_METHOD_ATTRIB = 0x000C
 MSG = struct.Struct("<II280s")            # struct simhca_msg
 MAD = struct.Struct("<HHIIIHBBI256s")     # struct simhca_mad
 SIMHCA_MSG_MAD, SIMHCA_MSG_PORT = 1, 2
 SIMHCA_PORT_F_CLIENT_REREG = 1
 QKEY = 0x80010000
+GET, SET, GET_TABLE, GET_MULTI, DELETE = 0x01, 0x02, 0x12, 0x14, 0x15
+RESPONSE = {GET: 0x81, SET: 0x81, GET_TABLE: 0x92, GET_MULTI: 0x94, DELETE: 0x95}
 
 
 def log(path, line):
@@ -32,19 +49,19 @@ def log(path, line):
         f.write(line + "\n")
 
 
-def response(mad):
-    """The request turned into a successful GetResp."""
+def response(mad, status=0):
+    """The request turned into its response, with STATUS."""
     resp = bytearray(mad)
-    resp[3] = 0x81
-    resp[4:6] = b"\0\0"
+    resp[3] = RESPONSE.get(mad[3], 0x81)
+    resp[4:6] = struct.pack(">H", status)
     return bytes(resp)
 
 
-def port_msg(lid, flags=0):
+def port_msg(lid, sm_lid, flags=0):
     body = struct.pack(">QQQ", 0x0002C90300001234, 0x0002C90300001235, 0xFE80000000000000)
     # cap_mask, lid, sm_lid, lmc, sm_sl, state ACTIVE, phys LinkUp, width 1x, speed SDR,
     # active/max MTU 2048, subnet_timeout, init_type_reply, max_vl_num, reserved
-    body += struct.pack("<IHHBBBBBBBBBBBB", 0, lid, SM_LID, 0, 0, 4, 5, 1, 1, 4, 4, 18, 0, 1, 0)
+    body += struct.pack("<IHHBBBBBBBBBBBB", 0, lid, sm_lid, 0, 0, 4, 5, 1, 1, 4, 4, 18, 0, 1, 0)
     body += struct.pack("<32H", 0xFFFF, *([0] * 31))
     return MSG.pack(SIMHCA_MSG_PORT, flags, body.ljust(280, b"\0"))
 
@@ -52,17 +69,33 @@ def port_msg(lid, flags=0):
 def relay(dev, path):
     fd = os.open(dev, os.O_RDWR)
     pending = []
-    lid = [LID]
+    state = {"lid": LID, "sm_lid": SM_LID}
+    later = []  # (due, seq, message): delayed answers of the slow SA
+    seq = 0
+
+    def move(_sig, _frame):
+        state["lid"] = 7
+        pending.append(0)
+
+    def toggle_sm(_sig, _frame):
+        state["sm_lid"] = 0 if state["sm_lid"] else SM_LID
+        pending.append(0)
+
     signal.signal(signal.SIGUSR1, lambda *_: pending.append(SIMHCA_PORT_F_CLIENT_REREG))
-    signal.signal(signal.SIGUSR2, lambda *_: (lid.__setitem__(0, 7), pending.append(0)))
-    os.write(fd, port_msg(lid[0]))
-    log(path, "PORT lid=%d" % lid[0])
+    signal.signal(signal.SIGUSR2, move)
+    signal.signal(signal.SIGHUP, toggle_sm)
+    os.write(fd, port_msg(state["lid"], state["sm_lid"]))
+    log(path, "PORT lid=%d sm_lid=%d" % (state["lid"], state["sm_lid"]))
     while True:
         while pending:
-            os.write(fd, port_msg(lid[0], pending.pop(0)))
-            log(path, "PORT lid=%d" % lid[0])
+            os.write(fd, port_msg(state["lid"], state["sm_lid"], pending.pop(0)))
+            log(path, "PORT lid=%d sm_lid=%d" % (state["lid"], state["sm_lid"]))
+        now = time.monotonic()
+        while later and later[0][0] <= now:
+            os.write(fd, heapq.heappop(later)[2])
+        wait = 0.2 if not later else max(0.0, min(0.2, later[0][0] - now))
         try:
-            r, _, _ = select.select([fd], [], [], 0.2)
+            r, _, _ = select.select([fd], [], [], wait)
         except InterruptedError:
             continue
         if not r:
@@ -71,18 +104,36 @@ def relay(dev, path):
         if mtype != SIMHCA_MSG_MAD:
             continue
         dlid, slid, dqpn, sqpn, _, pkey_index, sl, _, length, mad = MAD.unpack(body)
-        if mad[1] != 0x03 or mad[3] != 0x01:
+        if mad[1] != 0x03 or mad[3] & 0x80:
             continue
         attr = struct.unpack(">H", mad[16:18])[0]
-        if dlid != SM_LID:  # a silent redirect target
-            log(path, "DROP dlid=0x%x attr=0x%04x t=%.3f" % (dlid, attr, time.monotonic()))
+        method = mad[3]
+        role = {SM_LID: "SM", NOAGENT_LID: "NOAGENT", PARTIAL_LID: "PARTIAL",
+                SLOW_LID: "SLOW"}.get(dlid, "DROP")
+        log(path, "%s dlid=0x%x attr=0x%04x method=0x%02x t=%.3f"
+            % (role, dlid, attr, method, time.monotonic()))
+        status, delay = 0, 0.0
+        if role == "DROP" or (role == "SM" and not state["sm_lid"]):
             continue
-        log(path, "SM attr=0x%04x t=%.3f" % (attr, time.monotonic()))
-        out = MAD.pack(slid, SM_LID, sqpn, 1, QKEY, pkey_index, sl, 0, length, response(mad))
-        os.write(fd, MSG.pack(SIMHCA_MSG_MAD, 0, out))
+        if role == "NOAGENT":
+            if method not in (GET, SET):
+                continue
+            status = UNSUPPORTED_METHOD_ATTRIB
+        elif role == "PARTIAL" and attr != CLASS_PORT_INFO:
+            status = UNSUPPORTED_METHOD_ATTRIB
+        elif role == "SLOW" and attr != CLASS_PORT_INFO:
+            delay = SLOW_DELAY
+        out = MAD.pack(slid, dlid, sqpn, 1, QKEY, pkey_index, sl, 0, length,
+                       response(mad, status))
+        msg = MSG.pack(SIMHCA_MSG_MAD, 0, out)
+        if delay:
+            seq += 1
+            heapq.heappush(later, (time.monotonic() + delay, seq, msg))
+        else:
+            os.write(fd, msg)
 
 
-def localsa(dev, path):
+def localsa(dev, path, delay=0.0):
     fd = os.open(dev, os.O_RDWR)
     # struct ib_user_mad_reg_req (28 bytes): id, method_mask (2 longs, 4-aligned): Get,
     # qpn 1, class 0x03 version 2, oui, rmpp_version 1
@@ -97,7 +148,9 @@ def localsa(dev, path):
         if len(mad) < 24 or mad[1] != 0x03 or mad[3] != 0x01:
             continue
         attr = struct.unpack(">H", mad[16:18])[0]
-        log(path, "LOCAL attr=0x%04x" % attr)
+        log(path, "LOCAL attr=0x%04x t=%.3f" % (attr, time.monotonic()))
+        if delay:
+            time.sleep(delay)
         # back to the sender: keep qpn (20), lid (28) and sl (30) of the received header
         out = bytearray(buf[:hdr_size])
         out[0:20] = struct.pack("<IIIII", agent, 0, 0, 0, 0)
@@ -107,4 +160,7 @@ def localsa(dev, path):
 
 
 if __name__ == "__main__":
-    {"relay": relay, "localsa": localsa}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "relay":
+        relay(sys.argv[2], sys.argv[3])
+    else:
+        localsa(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)

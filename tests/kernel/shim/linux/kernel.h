@@ -19,9 +19,15 @@ typedef uint64_t u64;
 
 #define U32_MAX UINT32_MAX
 #define PAGE_SIZE 4096UL
+typedef uint16_t __be16;
+
 #define READ_ONCE(x) (x)
 #define max(a, b) ((a) > (b) ? (a) : (b))
 #define min(a, b) ((a) < (b) ? (a) : (b))
+#define max_t(type, a, b) max((type)(a), (type)(b))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define cpu_to_be16(x) __builtin_bswap16(x)
+#define be16_to_cpu(x) __builtin_bswap16(x)
 
 /* the kernel's ctype takes any char */
 #define SHIM_CTYPE(f, c) f((unsigned char)(c))
@@ -87,8 +93,12 @@ static inline int scnprintf(char *buf, size_t size, const char *fmt, ...)
 /* pr_warn() is recorded so that tests can check what was logged */
 extern char shim_last_warning[512];
 extern int shim_warnings;
-#define pr_warn(...) \
+#ifndef pr_fmt
+#define pr_fmt(fmt) fmt
+#endif
+#define pr_warn(fmt, ...) \
 	(shim_warnings++, \
-	 snprintf(shim_last_warning, sizeof(shim_last_warning), __VA_ARGS__))
+	 snprintf(shim_last_warning, sizeof(shim_last_warning), pr_fmt(fmt), \
+		  ##__VA_ARGS__))
 
 #endif

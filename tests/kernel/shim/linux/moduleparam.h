@@ -12,6 +12,8 @@ struct kernel_param {
 /* the test reaches the parameters through these */
 #define module_param(name, type, perm) \
 	unsigned int *shim_param_##name = &name
+#define module_param_named(name, value, type, perm) \
+	unsigned int *shim_param_##name = &value
 #define module_param_cb(name, ops, arg, perm) \
 	const struct kernel_param_ops *shim_param_##name = ops
 #define MODULE_PARM_DESC(name, desc) \

@@ -1,0 +1,37 @@
+/*
+ * Stand-in for drivers/infiniband/core/sa.h: the declarations the series adds
+ * there for sa_redirect.c (kept equal to the patch's), and what sa.h brings in
+ * through <rdma/ib_sa.h> and <rdma/ib_verbs.h>.
+ */
+#ifndef SHIM_SA_H
+#define SHIM_SA_H
+#include <linux/kernel.h>
+
+#define IB_DEVICE_NAME_MAX		64
+#define IB_SA_METHOD_GET_TABLE		0x12
+#define IB_SA_METHOD_GET_TRACE_TBL	0x13
+#define IB_SA_METHOD_GET_MULTI		0x14
+#define IB_SA_METHOD_DELETE		0x15
+
+enum ib_sa_redirect_kind {
+	IB_SA_REDIRECT_OFF,
+	IB_SA_REDIRECT_LID,
+	IB_SA_REDIRECT_SELF,
+};
+
+enum ib_sa_redirect_outcome {
+	IB_SA_REDIRECT_ANSWERED,
+	IB_SA_REDIRECT_REFUSED,
+	IB_SA_REDIRECT_TIMED_OUT,
+	IB_SA_REDIRECT_SEND_FAILED,
+};
+
+enum ib_sa_redirect_kind ib_sa_redirect_lookup(const char *dev, u32 port, u16 *lid);
+unsigned int ib_sa_redirect_timeout_ms(void);
+unsigned int ib_sa_redirect_probe_ms(void);
+bool ib_sa_redirect_is_get(u8 method);
+bool ib_sa_redirect_refused(__be16 status);
+bool ib_sa_redirect_may_resend(u8 method, enum ib_sa_redirect_outcome outcome);
+void ib_sa_redirect_start(void);
+void ib_sa_redirect_changed(void);
+#endif

@@ -1,0 +1,474 @@
+#include "engine/cache/path_cache.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace localsa::cache {
+
+namespace {
+
+constexpr std::size_t kRecord = sa::PathRecord::kSize;
+constexpr std::uint16_t kFree = 0x7fff;      // an entry on the free list
+constexpr std::uint16_t kOutOfLine = 0x8000; // shape bit: the block holds the key, not a record
+constexpr std::uint16_t kMaxShapes = 0x7ffe;
+constexpr std::size_t kInlineDiffs = 4; // (offset, xor) byte pairs that fit the aux word
+
+std::uint64_t load64(const std::uint8_t* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+}
+
+std::uint64_t hash_key(std::uint8_t method, std::uint64_t comp_mask, const std::uint8_t* masked) {
+    // Two independent multiply-xorshift lanes over the 64 bytes (half the dependency chain of
+    // one), then a final avalanche: GIDs differ mostly in their last bytes.
+    constexpr std::uint64_t k1 = 0x9e3779b97f4a7c15ULL, k2 = 0xc2b2ae3d27d4eb4fULL;
+    std::uint64_t a = comp_mask ^ k1, b = (std::uint64_t{method} + 1) * k2;
+    for (std::size_t off = 0; off < kRecord; off += 16) {
+        a = (a ^ load64(masked + off)) * k1;
+        a ^= a >> 32;
+        b = (b ^ load64(masked + off + 8)) * k2;
+        b ^= b >> 29;
+    }
+    std::uint64_t h = a ^ std::rotl(b, 31);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+}
+
+// Records of an entry that does not hold them inline: one heap block, its byte count first.
+std::uint64_t* make_records_block(mad::Bytes records) {
+    auto* block = new std::uint64_t[1 + (records.size() + 7) / 8];
+    block[0] = records.size();
+    std::memcpy(block + 1, records.data(), records.size());
+    return block;
+}
+mad::Bytes records_of_block(std::uint64_t aux) {
+    if (aux == 0)
+        return {};
+    const auto* block = reinterpret_cast<const std::uint64_t*>(aux);
+    return {reinterpret_cast<const std::uint8_t*>(block + 1), static_cast<std::size_t>(block[0])};
+}
+void free_records_block(std::uint64_t aux) {
+    delete[] reinterpret_cast<std::uint64_t*>(aux);
+}
+
+} // namespace
+
+struct PathCache::Entry {
+    // Inline: the answer's one record. Out of line: the key's masked record.
+    std::array<std::uint8_t, kRecord> block{};
+    // Inline: up to 4 (byte offset, xor) pairs that turn the record's constrained bytes into the
+    // key (xor 0: unused). Out of line: the records' heap block (0: none). Free: next free + 1.
+    std::uint64_t aux = 0;
+    Clock::rep expires = 0;
+    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this
+    std::uint32_t stamp = 0;
+    std::uint16_t shape = kFree; // shape id, | kOutOfLine
+    std::uint16_t status = 0;
+};
+
+PathQueryKey PathQueryKey::from_request(std::uint8_t method, std::uint64_t comp_mask,
+                                        mad::Bytes record) {
+    PathQueryKey k;
+    k.method = method;
+    k.comp_mask = comp_mask;
+    k.masked = sa::masked_path_record(record, comp_mask);
+    return k;
+}
+
+std::size_t PathQueryKeyHash::operator()(const PathQueryKey& k) const noexcept {
+    return static_cast<std::size_t>(hash_key(k.method, k.comp_mask, k.masked.data()));
+}
+
+void CachedAnswer::copy_to(PathAnswer& out) const {
+    out.status = status;
+    out.records.assign(records.begin(), records.end());
+    out.refresh_at = refresh_at;
+    out.expires = expires;
+}
+
+PathCache::PathCache(std::size_t max_entries)
+    : max_entries_(std::min<std::size_t>(max_entries, std::uint32_t{0xfffffffe})) {
+    static_assert(sizeof(Entry) <= 96, "an entry must stay within the per-path memory budget");
+}
+
+PathCache::~PathCache() {
+    clear();
+}
+
+PathCache::Entry& PathCache::entry(std::uint32_t n) const {
+    return chunks_[n >> kChunkShift][n & ((1u << kChunkShift) - 1)];
+}
+
+std::optional<std::uint16_t> PathCache::shape_of(std::uint8_t method,
+                                                 std::uint64_t comp_mask) const {
+    if (last_shape_ < shapes_.size()) {
+        const auto& s = shapes_[last_shape_];
+        if (s.refs != 0 && s.method == method && s.comp_mask == comp_mask)
+            return last_shape_;
+    }
+    const auto it = shape_ids_.find({method, comp_mask});
+    if (it == shape_ids_.end())
+        return std::nullopt;
+    last_shape_ = it->second;
+    return it->second;
+}
+
+std::optional<std::uint16_t> PathCache::intern_shape(std::uint8_t method, std::uint64_t comp_mask) {
+    if (const auto id = shape_of(method, comp_mask)) {
+        ++shapes_[*id].refs;
+        return id;
+    }
+    // Shapes come from requests: bounded, so that odd masks cannot grow the table without end
+    // (a question of a shape beyond the bound is simply not cached).
+    if (shape_ids_.size() >= kMaxShapes)
+        return std::nullopt;
+    std::uint16_t id;
+    if (!free_shapes_.empty()) {
+        id = free_shapes_.back();
+        free_shapes_.pop_back();
+    } else {
+        id = static_cast<std::uint16_t>(shapes_.size());
+        shapes_.emplace_back();
+    }
+    auto& s = shapes_[id];
+    s.method = method;
+    s.comp_mask = comp_mask;
+    std::array<std::uint8_t, kRecord> ones;
+    ones.fill(0xff);
+    const auto fm = sa::masked_path_record(ones, comp_mask);
+    for (std::size_t w = 0; w < 8; ++w)
+        s.field_mask[w] = load64(fm.data() + 8 * w);
+    s.refs = 1;
+    shape_ids_.emplace(std::pair{method, comp_mask}, id);
+    return id;
+}
+
+void PathCache::release_shape(std::uint16_t id) {
+    auto& s = shapes_[id];
+    if (--s.refs != 0)
+        return;
+    shape_ids_.erase({s.method, s.comp_mask});
+    free_shapes_.push_back(id);
+}
+
+bool PathCache::matches(const Entry& e, std::uint16_t shape, const PathQueryKey& key) const {
+    if ((e.shape & ~kOutOfLine) != shape)
+        return false;
+    if (e.shape & kOutOfLine)
+        return std::memcmp(e.block.data(), key.masked.data(), kRecord) == 0;
+    // The key is the record's constrained bytes with the stored differences applied.
+    const auto& fm = shapes_[shape].field_mask;
+    std::array<std::uint8_t, kRecord> expect;
+    for (std::size_t w = 0; w < 8; ++w) {
+        const auto v = load64(e.block.data() + 8 * w) & fm[w];
+        std::memcpy(expect.data() + 8 * w, &v, 8);
+    }
+    for (std::size_t i = 0; i < kInlineDiffs; ++i)
+        expect[(e.aux >> (16 * i)) & 0x3f] ^= static_cast<std::uint8_t>(e.aux >> (16 * i + 8));
+    return std::memcmp(expect.data(), key.masked.data(), kRecord) == 0;
+}
+
+std::size_t PathCache::probe(const PathQueryKey& key, std::uint64_t h, std::uint16_t shape) const {
+    const auto tag = static_cast<std::uint32_t>(h >> 32);
+    const auto mask = index_.size() - 1;
+    for (auto i = tag & mask;; i = (i + 1) & mask) {
+        const auto& s = index_[i];
+        if (s.entry == 0 || (s.tag == tag && matches(entry(s.entry - 1), shape, key)))
+            return i;
+    }
+}
+
+void PathCache::grow_index() {
+    std::vector<Slot> old(std::max<std::size_t>(16, index_.size() * 2));
+    old.swap(index_);
+    const auto mask = index_.size() - 1;
+    for (const auto& s : old) {
+        if (s.entry == 0)
+            continue;
+        auto i = s.tag & mask;
+        while (index_[i].entry != 0)
+            i = (i + 1) & mask;
+        index_[i] = s;
+    }
+}
+
+void PathCache::erase_slot(std::size_t i) {
+    // Backward-shift deletion: no tombstones, probe sequences stay as short as after inserts.
+    const auto mask = index_.size() - 1;
+    index_[i] = {};
+    for (auto j = (i + 1) & mask; index_[j].entry != 0; j = (j + 1) & mask) {
+        const auto home = index_[j].tag & mask;
+        // Slot j may move to i when its home is not in the cyclic range (i, j].
+        const bool stays = i < j ? (home > i && home <= j) : (home > i || home <= j);
+        if (stays)
+            continue;
+        index_[i] = index_[j];
+        index_[j] = {};
+        i = j;
+    }
+}
+
+std::uint32_t PathCache::allocate_entry() {
+    if (free_head_ != 0) {
+        const auto n = free_head_ - 1;
+        free_head_ = static_cast<std::uint32_t>(entry(n).aux);
+        return n;
+    }
+    if (high_water_ == chunks_.size() << kChunkShift)
+        chunks_.push_back(std::make_unique<Entry[]>(std::size_t{1} << kChunkShift));
+    return high_water_++;
+}
+
+void PathCache::erase_stored(std::uint32_t n) {
+    const auto key = key_of(entry(n));
+    const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
+    const auto mask = index_.size() - 1;
+    auto i = static_cast<std::size_t>(h >> 32) & mask;
+    while (index_[i].entry != n + 1)
+        i = (i + 1) & mask;
+    erase_slot(i);
+    erase_entry(n);
+}
+
+void PathCache::erase_entry(std::uint32_t n) {
+    auto& e = entry(n);
+    if (e.shape & kOutOfLine) {
+        free_records_block(e.aux);
+        --out_of_line_;
+    }
+    release_shape(e.shape & ~kOutOfLine);
+    e.shape = kFree;
+    e.aux = free_head_;
+    free_head_ = n + 1;
+    --size_;
+}
+
+PathQueryKey PathCache::key_of(const Entry& e) const {
+    const auto& s = shapes_[e.shape & ~kOutOfLine];
+    PathQueryKey k;
+    k.method = s.method;
+    k.comp_mask = s.comp_mask;
+    if (e.shape & kOutOfLine) {
+        k.masked = e.block;
+        return k;
+    }
+    for (std::size_t w = 0; w < 8; ++w) {
+        const auto v = load64(e.block.data() + 8 * w) & s.field_mask[w];
+        std::memcpy(k.masked.data() + 8 * w, &v, 8);
+    }
+    for (std::size_t i = 0; i < kInlineDiffs; ++i)
+        k.masked[(e.aux >> (16 * i)) & 0x3f] ^= static_cast<std::uint8_t>(e.aux >> (16 * i + 8));
+    return k;
+}
+
+CachedAnswer PathCache::view_of(const Entry& e) const {
+    CachedAnswer a;
+    a.status = e.status;
+    a.records = (e.shape & kOutOfLine) ? records_of_block(e.aux) : mad::Bytes{e.block};
+    a.expires = Clock::time_point{Clock::duration{e.expires}};
+    a.refresh_at = a.expires - std::chrono::milliseconds{e.refresh_lead_ms};
+    return a;
+}
+
+std::uint64_t PathCache::prefetch(const PathQueryKey& key) const {
+    const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
+    if (!index_.empty())
+        __builtin_prefetch(&index_[(h >> 32) & (index_.size() - 1)]);
+    return h;
+}
+
+std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, Clock::time_point now) {
+    return find(key, hash_key(key.method, key.comp_mask, key.masked.data()), now);
+}
+
+std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, std::uint64_t hash,
+                                            Clock::time_point now) {
+    if (size_ == 0)
+        return std::nullopt;
+    const auto shape = shape_of(key.method, key.comp_mask);
+    if (!shape)
+        return std::nullopt; // no question of this shape is cached
+    const auto i = probe(key, hash, *shape);
+    if (index_[i].entry == 0)
+        return std::nullopt;
+    const auto n = index_[i].entry - 1;
+    const auto& e = entry(n);
+    if (e.expires <= now.time_since_epoch().count()) {
+        erase_slot(i);
+        erase_entry(n);
+        return std::nullopt;
+    }
+    return view_of(e);
+}
+
+void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
+    if (max_entries_ == 0)
+        return;
+    const auto shape = intern_shape(key.method, key.comp_mask);
+    if (!shape)
+        return;
+    const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
+    if ((size_ + 1) * 5 > index_.size() * 4) // load factor <= 0.8
+        grow_index();
+    auto i = probe(key, h, *shape);
+    std::uint32_t n;
+    if (index_[i].entry != 0) {
+        // Stored again: the old answer goes, the entry and its index slot stay.
+        n = index_[i].entry - 1;
+        auto& e = entry(n);
+        if (e.shape & kOutOfLine) {
+            free_records_block(e.aux);
+            --out_of_line_;
+        }
+        release_shape(e.shape & ~kOutOfLine);
+    } else {
+        if (size_ >= max_entries_) {
+            // Full: the next entry in storage order makes room (no LRU bookkeeping on hits).
+            while (entry(evict_cursor_ % high_water_).shape == kFree)
+                ++evict_cursor_;
+            erase_stored(static_cast<std::uint32_t>(evict_cursor_++ % high_water_));
+            i = probe(key, h, *shape); // the shift may have moved the empty slot
+        }
+        n = allocate_entry();
+        index_[i] = {static_cast<std::uint32_t>(h >> 32), n + 1};
+        ++size_;
+    }
+
+    auto& e = entry(n);
+    e.status = answer.status;
+    e.expires = answer.expires.time_since_epoch().count();
+    const auto lead = answer.expires - answer.refresh_at;
+    // Rounded up to whole milliseconds, so that the refresh comes no later than asked.
+    const auto lead_ms = lead <= Clock::duration::zero()
+                             ? 0
+                             : (lead + std::chrono::milliseconds{1} - Clock::duration{1}) /
+                                   std::chrono::milliseconds{1};
+    e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0xffffffff));
+    e.stamp = ++next_stamp_;
+
+    // Inline when there is one record and the key differs from its constrained bytes in at most
+    // kInlineDiffs bytes (the master echoes what was asked, NumbPath aside).
+    bool inline_ok = answer.records.size() == kRecord;
+    std::uint64_t diffs = 0;
+    if (inline_ok) {
+        const auto& fm = shapes_[*shape].field_mask;
+        std::size_t count = 0;
+        for (std::size_t w = 0; w < 8 && inline_ok; ++w) {
+            const auto d =
+                (load64(answer.records.data() + 8 * w) & fm[w]) ^ load64(key.masked.data() + 8 * w);
+            for (std::size_t b = 0; b < 8 && d != 0; ++b) {
+                const auto x = static_cast<std::uint8_t>(d >> (8 * b));
+                if (x == 0)
+                    continue;
+                if (count == kInlineDiffs) {
+                    inline_ok = false;
+                    break;
+                }
+                diffs |= (std::uint64_t{x} << 8 | (8 * w + b)) << (16 * count++);
+            }
+        }
+    }
+    if (inline_ok) {
+        std::memcpy(e.block.data(), answer.records.data(), kRecord);
+        e.aux = diffs;
+        e.shape = *shape;
+    } else {
+        e.block = key.masked;
+        e.aux = answer.records.empty()
+                    ? 0
+                    : reinterpret_cast<std::uint64_t>(make_records_block(answer.records));
+        e.shape = *shape | kOutOfLine;
+        ++out_of_line_;
+    }
+
+    if (answer.refresh_at < answer.expires)
+        refresh_queue_.emplace_back(n, e.stamp);
+    // Bound the queue: stale items (erased or re-stored entries) are dropped when it doubles.
+    if (refresh_queue_.size() > 2 * size_ + 1024) {
+        std::erase_if(refresh_queue_, [this](const auto& item) {
+            const auto& q = entry(item.first);
+            return q.shape == kFree || q.stamp != item.second;
+        });
+    }
+}
+
+std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit) {
+    std::vector<PathQueryKey> due;
+    while (!refresh_queue_.empty() && due.size() < limit) {
+        const auto [n, stamp] = refresh_queue_.front();
+        const auto& e = entry(n);
+        if (e.shape == kFree || e.stamp != stamp) {
+            refresh_queue_.pop_front(); // erased or stored again since
+            continue;
+        }
+        if (view_of(e).refresh_at > now)
+            break;
+        refresh_queue_.pop_front();
+        due.push_back(key_of(e));
+    }
+    return due;
+}
+
+std::size_t
+PathCache::erase_if(const std::function<bool(const PathQueryKey&, const PathAnswer&)>& pred) {
+    std::size_t erased = 0;
+    PathAnswer answer; // one buffer for all entries
+    for (std::uint32_t n = 0; n < high_water_; ++n) {
+        const auto& e = entry(n);
+        if (e.shape == kFree)
+            continue;
+        const auto key = key_of(e);
+        view_of(e).copy_to(answer);
+        if (!pred(key, answer))
+            continue;
+        erase_stored(n);
+        ++erased;
+    }
+    return erased;
+}
+
+void PathCache::clear() {
+    for (std::uint32_t n = 0; n < high_water_; ++n) {
+        const auto& e = entry(n);
+        if (e.shape != kFree && (e.shape & kOutOfLine))
+            free_records_block(e.aux);
+    }
+    chunks_.clear();
+    std::vector<Slot>{}.swap(index_);
+    shapes_.clear();
+    shape_ids_.clear();
+    free_shapes_.clear();
+    refresh_queue_.clear();
+    size_ = out_of_line_ = 0;
+    high_water_ = free_head_ = evict_cursor_ = 0;
+    last_shape_ = 0;
+}
+
+void PathCache::for_each(
+    const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const {
+    PathAnswer answer;
+    for (std::uint32_t n = 0; n < high_water_; ++n) {
+        const auto& e = entry(n);
+        if (e.shape == kFree)
+            continue;
+        view_of(e).copy_to(answer);
+        fn(key_of(e), answer);
+    }
+}
+
+bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid) {
+    auto gid_at = [&](const std::uint8_t* p) { return std::memcmp(p, gid.raw.data(), 16) == 0; };
+    if (((key.comp_mask & sa::pr_mask::kDgid) && gid_at(key.masked.data() + 8)) ||
+        ((key.comp_mask & sa::pr_mask::kSgid) && gid_at(key.masked.data() + 24)))
+        return true;
+    for (std::size_t off = 0; off + kRecord <= answer.records.size(); off += kRecord)
+        if (gid_at(answer.records.data() + off + 8) || gid_at(answer.records.data() + off + 24))
+            return true;
+    return false;
+}
+
+} // namespace localsa::cache

@@ -1,0 +1,160 @@
+// The PathRecord answer cache. A key is the whole question: method, component mask and every
+// field the mask constrains (not only the DGID); the value is the master's answer to exactly that
+// question from this port: its status and its records.
+//
+// Stored compactly (96 B per entry + 10-20 B of index + 8 B of refresh queue per path, instead
+// of ~330 B with std::unordered_map nodes and a std::vector per answer):
+// entries live in fixed-size chunks and never move; an open-addressing index (linear probing,
+// backward-shift deletion) maps a 32-bit hash tag to the entry's number. (method, component
+// mask) pairs are interned as shapes. The usual answer, one record, is stored inline, and the key
+// is kept as its difference to that record: the master's record echoes most of what was asked
+// (SGID, DGID, PKey, ...), so the difference is a few bytes or none. Otherwise (no record, several,
+// or a key that differs from its record in many bytes) the entry holds the whole key and the
+// records go to their own heap block. A look-up compares the whole 64-byte key either way: a hash
+// collision never returns another question's answer.
+#pragma once
+
+#include "ib/bytes.hpp"
+#include "ib/gid.hpp"
+#include "ib/path_record.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace localsa::cache {
+
+using Clock = std::chrono::steady_clock;
+
+struct PathQueryKey {
+    std::uint8_t method = 0;
+    std::uint64_t comp_mask = 0;
+    std::array<std::uint8_t, sa::PathRecord::kSize> masked{};
+
+    static PathQueryKey from_request(std::uint8_t method, std::uint64_t comp_mask,
+                                     mad::Bytes record);
+    bool operator==(const PathQueryKey&) const = default;
+};
+
+struct PathQueryKeyHash {
+    std::size_t operator()(const PathQueryKey& k) const noexcept;
+};
+
+// An answer as it is handed to store() and to the for_each / erase_if / stale-check callbacks
+// (the cache itself keeps it in the compact form above).
+struct PathAnswer {
+    std::uint16_t status = 0;
+    std::vector<std::uint8_t> records; // concatenated 64-byte PathRecords
+    // When the master is asked again (routing changes raise no trap).
+    Clock::time_point refresh_at;
+    // When the answer stops being served even if the master could not be asked again.
+    Clock::time_point expires;
+
+    std::size_t record_count() const { return records.size() / sa::PathRecord::kSize; }
+    bool negative() const { return status != 0 || records.empty(); }
+};
+
+// An answer as find() hands it out: a view into the cache, valid until the cache next changes.
+// refresh_at is kept to the millisecond (rounded down: never later than asked).
+struct CachedAnswer {
+    std::uint16_t status = 0;
+    mad::Bytes records;
+    Clock::time_point refresh_at;
+    Clock::time_point expires;
+
+    std::size_t record_count() const { return records.size() / sa::PathRecord::kSize; }
+    bool negative() const { return status != 0 || records.empty(); }
+    // A copy in the owning form (the stale check's and the callbacks' type).
+    void copy_to(PathAnswer& out) const;
+};
+
+class PathCache {
+public:
+    explicit PathCache(std::size_t max_entries);
+    ~PathCache();
+    PathCache(const PathCache&) = delete;
+    PathCache& operator=(const PathCache&) = delete;
+
+    // The answer, unless absent or expired (an expired entry is dropped).
+    std::optional<CachedAnswer> find(const PathQueryKey& key, Clock::time_point now);
+    // Starts loading the index slot of `key` and returns the key's hash, for the find() below: a
+    // caller with other work to do meanwhile hides part of a memory miss.
+    std::uint64_t prefetch(const PathQueryKey& key) const;
+    std::optional<CachedAnswer> find(const PathQueryKey& key, std::uint64_t hash,
+                                     Clock::time_point now);
+    // Stores an answer; when full, an arbitrary entry makes room (bounded memory beats LRU
+    // bookkeeping on the hot path; refresh re-fetches what matters).
+    void store(const PathQueryKey& key, const PathAnswer& answer);
+    // Removes every entry `pred` selects; returns how many.
+    std::size_t erase_if(const std::function<bool(const PathQueryKey&, const PathAnswer&)>& pred);
+    void clear();
+    std::size_t size() const { return size_; }
+    void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
+
+    // Keys whose refresh time has come, oldest first, at most `limit` of them. Each is handed out
+    // once per store(); a key stored again is scheduled again.
+    std::vector<PathQueryKey> due_for_refresh(Clock::time_point now, std::size_t limit);
+
+    // Introspection for tests and the benchmark.
+    std::size_t index_capacity() const { return index_.size(); }
+    std::size_t shapes() const { return shape_ids_.size(); }
+    std::size_t out_of_line_entries() const { return out_of_line_; }
+
+private:
+    struct Entry;
+    struct Slot {
+        std::uint32_t tag = 0;   // the key hash's upper half
+        std::uint32_t entry = 0; // entry number + 1; 0: empty
+    };
+    struct Shape {
+        std::uint8_t method = 0;
+        std::uint64_t comp_mask = 0;
+        std::array<std::uint64_t, 8> field_mask{}; // the bytes the mask constrains
+        std::uint32_t refs = 0;
+    };
+    static constexpr std::uint32_t kChunkShift = 10; // 1,024 entries (96 KiB) per chunk
+
+    Entry& entry(std::uint32_t n) const;
+    std::optional<std::uint16_t> shape_of(std::uint8_t method, std::uint64_t comp_mask) const;
+    std::optional<std::uint16_t> intern_shape(std::uint8_t method, std::uint64_t comp_mask);
+    void release_shape(std::uint16_t id);
+    bool matches(const Entry& e, std::uint16_t shape, const PathQueryKey& key) const;
+    // The index slot of `key` (with hash `h`), or the empty slot where it would go.
+    std::size_t probe(const PathQueryKey& key, std::uint64_t h, std::uint16_t shape) const;
+    std::uint32_t allocate_entry();
+    void erase_entry(std::uint32_t n);
+    void erase_slot(std::size_t slot);
+    // Erases entry `n` and the index slot that points at it (found from the entry's own key).
+    void erase_stored(std::uint32_t n);
+    void grow_index();
+    PathQueryKey key_of(const Entry& e) const;
+    CachedAnswer view_of(const Entry& e) const;
+
+    std::size_t max_entries_;
+    std::size_t size_ = 0;
+    std::size_t out_of_line_ = 0;
+    std::vector<Slot> index_;
+    std::vector<std::unique_ptr<Entry[]>> chunks_;
+    std::uint32_t high_water_ = 0;   // entries ever handed out (free or in use)
+    std::uint32_t free_head_ = 0;    // entry number + 1 of the first free entry; 0: none
+    std::uint32_t evict_cursor_ = 0; // where the search for a victim resumes when full
+    std::uint32_t next_stamp_ = 0;   // tells a store from the later ones of the same entry
+    std::vector<Shape> shapes_;
+    std::map<std::pair<std::uint8_t, std::uint64_t>, std::uint16_t> shape_ids_;
+    std::vector<std::uint16_t> free_shapes_;
+    mutable std::uint16_t last_shape_ = 0; // one-entry memo: requests mostly share one shape
+    // (entry number, stamp) in store order; entries erased or stored again since are skipped.
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> refresh_queue_;
+};
+
+// True when the key or any record of the answer names `gid` as source or destination.
+bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid);
+
+} // namespace localsa::cache

@@ -1,0 +1,56 @@
+// The master's answers to GetTable(PathRecord, SGID = this port [, PKey = p]): every path from
+// this port, indexed by destination. A later Get is answered from it only where the master's
+// answer is certain: the Get constrains nothing the table does not fix, and exactly one record
+// matches (more than one, or a selector, a ServiceID or a field the master computes from its
+// QoS policy, and the Get goes to the master as a miss).
+#pragma once
+
+#include "engine/cache/path_cache.hpp"
+#include "ib/bytes.hpp"
+#include "ib/gid.hpp"
+#include "ib/path_record.hpp"
+
+#include <array>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace localsa::cache {
+
+class PreloadTable {
+public:
+    using Record = std::array<std::uint8_t, sa::PathRecord::kSize>;
+
+    // Replaces the table of one PKey (nullopt: the table asked without a PKey).
+    void replace(std::optional<std::uint16_t> pkey, mad::Bytes records, Clock::time_point expires);
+    void clear() { tables_.clear(); }
+    // Drops every record to or from `gid`; returns how many.
+    std::size_t erase_gid(const sa::Gid& gid);
+    std::size_t size() const;
+
+    // The one record that answers SubnAdmGet(PathRecord) with this mask and record, asked by
+    // the port whose GID is `own`; nullopt when the table cannot answer with certainty.
+    std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
+                                const sa::Gid& own, Clock::time_point now) const;
+
+    // The component mask bits a Get may use to be answered from the table.
+    static constexpr std::uint64_t kAnswerableMask =
+        sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kDlid | sa::pr_mask::kSlid |
+        sa::pr_mask::kPKey | sa::pr_mask::kNumbPath | sa::pr_mask::kReversible | sa::pr_mask::kSl |
+        sa::pr_mask::kTClass | sa::pr_mask::kFlowLabel | sa::pr_mask::kHopLimit |
+        sa::pr_mask::kQosClass;
+
+private:
+    struct Table {
+        std::vector<Record> records;
+        std::unordered_multimap<std::uint64_t, std::size_t> by_dguid; // DGID's interface ID
+        std::unordered_multimap<std::uint16_t, std::size_t> by_dlid;
+        Clock::time_point expires;
+    };
+    void index(Table& t);
+
+    std::map<std::optional<std::uint16_t>, Table> tables_;
+};
+
+} // namespace localsa::cache

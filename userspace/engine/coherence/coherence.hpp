@@ -1,0 +1,132 @@
+// Keeps the local SA's cache coherent with the master: event subscriptions (InformInfo) and
+// the Reports they bring, periodic refresh of cached answers (re-routes raise no trap), and a
+// resync (flush, re-subscribe) when the port's LID, SM, PKeys or state change.
+#pragma once
+
+#include "engine/cache/path_cache.hpp"
+#include "engine/cache/preload_table.hpp"
+#include "engine/counters.hpp"
+#include "engine/events/master_subscriptions.hpp"
+#include "engine/handlers/class_port_info_service.hpp"
+#include "engine/handlers/inform_info_service.hpp"
+#include "engine/handlers/path_record_service.hpp"
+#include "engine/upstream/upstream_client.hpp"
+#include "ib/gid.hpp"
+#include "ib/notice.hpp"
+#include "transport/transport.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace localsa::coherence {
+
+struct CoherenceConfig {
+    bool subscribe = true;
+    // How often the port's attributes are read (LID, SM LID, state, PKeys).
+    std::chrono::milliseconds port_poll{1000};
+    // Refresh queries sent to the master per second at most, so a refresh never bursts.
+    unsigned refresh_rate = 200;
+    // Subscriptions the master did not confirm are tried again after this long.
+    std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
+    // How often the master is asked whether it still holds this port's subscriptions
+    // (Get(InformInfoRecord, SubscriberGID = own)). A restarted or failed-over SM forgets them
+    // and, on the same LID, leaves nothing the port poll could see. Zero: never.
+    std::chrono::milliseconds subscription_check{std::chrono::seconds{60}};
+    // Preload: GetTable(PathRecord, SGID = own port [, PKey]) at start, after a resync and every
+    // period; a table is used for `validity` after it arrived. Needs RMPP (not under umad2sim).
+    bool preload = true;
+    std::chrono::milliseconds preload_period{std::chrono::minutes{5}};
+    std::chrono::milliseconds preload_validity{std::chrono::minutes{10}};
+};
+
+// The traps the local SA subscribes to (sa-facts: 64-67 from the SM, 144/145 forwarded).
+inline constexpr std::uint16_t kSubscribedTraps[] = {
+    sa::trap::kGidInService,   sa::trap::kGidOutOfService,      sa::trap::kMcGroupCreated,
+    sa::trap::kMcGroupDeleted, sa::trap::kCapabilityMaskChange, sa::trap::kSystemImageGuidChange};
+
+// The parts of one local SA that coherence acts on (LocalSa::coherence_parts() hands them out),
+// rather than the whole LocalSa: what it may touch is written here.
+struct Parts {
+    transport::MadTransport& transport;
+    Counters& counters;
+    cache::PathCache& cache;
+    cache::PreloadTable& preload;
+    upstream::UpstreamClient& upstream;
+    sa::PathRecordService& path_records;
+    sa::ClassPortInfoService& class_port_info;
+    // Where clients' subscriptions are held at the master (set_master).
+    sa::InformInfoService& inform_info;
+    // Registers the handler of the master's Reports (after they were acknowledged).
+    std::function<void(std::function<void(const sa::Notice&, std::uint64_t tid)>)> on_report;
+};
+
+class Coherence : public events::MasterSubscriptions {
+public:
+    Coherence(boost::asio::any_io_executor executor, Parts parts, CoherenceConfig config);
+    ~Coherence() override;
+    Coherence(const Coherence&) = delete;
+    Coherence& operator=(const Coherence&) = delete;
+
+    void start();
+    // Unsubscribes (best effort) and calls `done` once the master answered or after a bound.
+    void shutdown(std::function<void()> done);
+    // Handles one Report (the LocalSa already acknowledged it).
+    void on_report(const sa::Notice& notice, std::uint64_t tid);
+    // Traps clients of this port subscribed to, held at the master besides our own.
+    void hold(std::uint16_t trap, std::function<void(std::uint16_t status)> done) override;
+    void release(std::uint16_t trap) override;
+    // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
+    void resync(const std::string& why);
+    void add_stats(nlohmann::json& stats) const;
+    // Applies a new refresh rate, port poll period and preload period (from the next timer
+    // run); subscribing and preloading on or off are fixed at start.
+    void reconfigure(const CoherenceConfig& config);
+
+private:
+    void subscribe_all(bool subscribe);
+    void send_subscription(std::uint16_t trap, bool subscribe);
+    void on_subscribed(std::uint16_t trap, const upstream::Reply& reply);
+    bool own_trap(std::uint16_t trap) const;
+    void schedule_subscription_check();
+    void check_subscriptions();
+    void start_preload();
+    void preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
+                      std::uint64_t generation);
+    void schedule_refresh();
+    void schedule_port_poll();
+    void poll_port();
+    std::size_t invalidate_gid(const sa::Gid& gid);
+    bool is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const;
+
+    boost::asio::any_io_executor executor_;
+    Parts parts_;
+    CoherenceConfig config_;
+    boost::asio::steady_timer refresh_timer_;
+    boost::asio::steady_timer port_timer_;
+    boost::asio::steady_timer resubscribe_timer_;
+    boost::asio::steady_timer preload_timer_;
+    boost::asio::steady_timer check_timer_;
+    std::string preload_state_ = "idle";
+    bool preload_running_ = false;
+    transport::PortState last_port_;
+    // Traps held at the master: our own (when subscribing) and those clients asked for.
+    std::set<std::uint16_t> wanted_;
+    std::set<std::uint16_t> subscribed_; // confirmed by the master
+    std::set<std::uint16_t> in_flight_;  // Set sent, answer awaited
+    // Clients' Sets waiting for the master to confirm a trap.
+    std::map<std::uint16_t, std::vector<std::function<void(std::uint16_t)>>> waiting_;
+    // GIDs the master reported out of service and not back yet.
+    std::set<sa::Gid> out_of_service_;
+    std::uint64_t generation_ = 0; // bumps on resync; late answers of an older one are ignored
+};
+
+} // namespace localsa::coherence

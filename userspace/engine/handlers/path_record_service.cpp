@@ -1,0 +1,238 @@
+#include "engine/handlers/path_record_service.hpp"
+
+#include "engine/proxy/proxy.hpp"
+#include "engine/send.hpp"
+#include "ib/constants.hpp"
+#include "ib/mad.hpp"
+#include "ib/path_record.hpp"
+#include "ib/response.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace localsa::sa {
+
+using namespace mad;
+
+std::uint16_t validate_path_request(Bytes request) {
+    const auto mask = load_be64(request, mad::offset::kCompMask);
+    const auto pr = request.subspan(kSaHeaderSize);
+    if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
+        const auto mtu = pr[54] & 0x3f;
+        if (mtu < 1 || mtu > 5)
+            return status::kSaReqInvalid;
+    }
+    const auto sid = mask & pr_mask::kServiceId;
+    if (sid != 0 && sid != pr_mask::kServiceId)
+        return status::kSaInsufficientComponents;
+    return status::kOk;
+}
+
+const char* PathRecordService::uncacheable_reason(const transport::InboundMad& in) const {
+    const auto& port = transport_.port();
+    if (!port.active())
+        return "port not active";
+    // The master's answer depends on the requester's port (PKeys, QoS): the cache holds the
+    // answers for this port only. (LocalSa refuses other ports before they get here.)
+    if (!port.owns_lid(in.from.lid))
+        return "requester is another port";
+    // A non-zero SM_Key is the master's to judge (it drops a wrong one).
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0)
+        return "SM_Key set";
+    return nullptr;
+}
+
+void PathRecordService::respond(const transport::MadAddress& to, Bytes bytes) {
+    send_counted(transport_, counters_, bytes, to);
+}
+
+void PathRecordService::handle(const transport::InboundMad& in) {
+    ++counters_.pr_requests;
+    const auto m = in.bytes[mad::offset::kMethod];
+    if (m != method::kGet && m != method::kGetTable) {
+        // IBA says UNSUP_METHOD_ATTR; OpenSM drops such requests silently. The master decides.
+        forward(in, "method other than Get/GetTable");
+        return;
+    }
+    // The key first: the index slot it needs is then on its way from memory (the look-up's first
+    // miss at 100 k entries) while the checks below run.
+    const auto key = cache::PathQueryKey::from_request(in.bytes[mad::offset::kMethod],
+                                                       load_be64(in.bytes, mad::offset::kCompMask),
+                                                       Bytes{in.bytes}.subspan(kSaHeaderSize));
+    const auto hash = cache_.prefetch(key);
+    if (const auto st = validate_path_request(in.bytes)) {
+        ++counters_.pr_errors_local;
+        respond(in.from, make_error_response(in.bytes, st));
+        return;
+    }
+    if (const char* why = uncacheable_reason(in)) {
+        forward(in, why);
+        return;
+    }
+    const auto now = cache::Clock::now();
+    if (const auto hit = cache_.find(key, hash, now)) {
+        if (!stale_check_ || !is_stale(key, *hit)) {
+            ++counters_.pr_cache_hits;
+            // Past its refresh time and not confirmed since: served on the strength of
+            // --max-staleness-s alone (the master unreachable or the refresh behind).
+            if (!hit->negative() &&
+                now >= hit->expires - config_.max_staleness + config_.refresh_grace)
+                ++counters_.stale_served;
+            answer(in.from, in.bytes, hit->status, hit->records);
+            return;
+        }
+        // The safety net under event invalidation: never serve what we know to be stale.
+        ++counters_.stale_refused;
+    }
+    if (in.bytes[mad::offset::kMethod] == method::kGet) {
+        const auto mask = load_be64(in.bytes, mad::offset::kCompMask);
+        const auto& port = transport_.port();
+        if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
+                                      mask, port.gid, now)) {
+            ++counters_.pr_preload_hits;
+            respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
+            return;
+        }
+    }
+    auto [it, first] = pending_.try_emplace(key);
+    if (!first) {
+        // The same question is already on its way to the master. A retry of a request we
+        // already hold (same requester, same TID) is absorbed.
+        ++counters_.pr_coalesced;
+        const auto tid = tid_of(in.bytes);
+        for (const auto& w : it->second)
+            if (w.from.lid == in.from.lid && w.from.qpn == in.from.qpn && tid_of(w.request) == tid)
+                return;
+        // Bounded: a flood of one question while the master is slow must not grow without end;
+        // the requesters dropped here retry.
+        if (it->second.size() >= kMaxWaitersPerQuestion) {
+            ++counters_.upstream_overflow;
+            return;
+        }
+        it->second.push_back({in.from, in.bytes});
+        return;
+    }
+    ++counters_.pr_cache_misses;
+    it->second.push_back({in.from, in.bytes});
+    upstream_.submit(in.bytes,
+                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+}
+
+void PathRecordService::forward(const transport::InboundMad& in, const char* why) {
+    spdlog::debug("PathRecord {} from LID {} forwarded: {}",
+                  method_name(in.bytes[mad::offset::kMethod]), in.from.lid, why);
+    ++counters_.pr_forwarded;
+    proxy_.forward(in);
+}
+
+void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Reply reply) {
+    auto node = pending_.extract(key);
+    if (node.empty())
+        return;
+    auto& waiters = node.mapped();
+    if (reply.outcome != upstream::Outcome::Response) {
+        if (waiters.empty()) {
+            ++counters_.refresh_failed;
+            retry_refresh_later(key);
+        }
+        return; // the requesters retry, as they would with the master
+    }
+    const auto& resp = reply.response;
+    const bool well_formed = resp.size() >= kSaHeaderSize &&
+                             resp[mad::offset::kMgmtClass] == mgmt_class::kSubnAdm &&
+                             load_be16(resp, mad::offset::kAttrId) == attr::kPathRecord;
+    const auto offset = well_formed ? load_be16(resp, mad::offset::kAttrOffset) : 0;
+    if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {
+        // Not something we understand: relay it untouched, cache nothing.
+        ++counters_.malformed_dropped;
+        for (const auto& w : waiters)
+            respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
+        return;
+    }
+    auto records = response_records(resp, PathRecord::kSize);
+    cache::PathAnswer answer_value;
+    answer_value.status = load_be16(resp, mad::offset::kStatus);
+    answer_value.records = std::move(records.bytes);
+    const bool cacheable = records.complete && (answer_value.status == status::kOk ||
+                                                answer_value.status == status::kSaNoRecords);
+    const auto now = cache::Clock::now();
+    const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
+    if (answer_value.negative()) {
+        answer_value.refresh_at = answer_value.expires = now + ttl;
+    } else {
+        // xorshift: a cheap spread of +-10% of the TTL
+        jitter_state_ ^= jitter_state_ << 13;
+        jitter_state_ ^= jitter_state_ >> 7;
+        jitter_state_ ^= jitter_state_ << 17;
+        const auto spread = ttl.count() / 5;
+        const auto jitter = spread ? static_cast<long>(jitter_state_ % spread) - spread / 2 : 0;
+        answer_value.refresh_at = now + ttl + std::chrono::milliseconds{jitter};
+        answer_value.expires = answer_value.refresh_at + config_.max_staleness;
+    }
+    if (waiters.empty()) {
+        // A refresh: note whether the master changed its mind.
+        const auto old = cache_.find(key, now);
+        if (!old || old->status != answer_value.status ||
+            !std::ranges::equal(old->records, answer_value.records))
+            ++counters_.refresh_changed;
+    }
+    for (const auto& w : waiters) {
+        if (answer_value.status == status::kOk && records.complete)
+            answer(w.from, w.request, answer_value.status, answer_value.records);
+        else
+            respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
+    }
+    if (cacheable && ttl.count() > 0)
+        cache_.store(key, answer_value);
+}
+
+void PathRecordService::refresh(const cache::PathQueryKey& key) {
+    auto [it, first] = pending_.try_emplace(key);
+    if (!first)
+        return; // a miss for the same question is already on its way
+    ++counters_.refreshes;
+    SaMad q;
+    q.header.method = key.method;
+    q.header.attr_id = attr::kPathRecord;
+    q.comp_mask = key.comp_mask;
+    std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
+    upstream_.submit(q.pack(),
+                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+}
+
+void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
+    const auto now = cache::Clock::now();
+    const auto old = cache_.find(key, now);
+    if (!old || old->negative())
+        return;
+    cache::PathAnswer kept; // `expires` stays: the answer is served --max-staleness-s at most
+    old->copy_to(kept);
+    kept.refresh_at = now + config_.refresh_retry;
+    if (kept.refresh_at < kept.expires)
+        cache_.store(key, std::move(kept));
+}
+
+bool PathRecordService::is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit) {
+    hit.copy_to(stale_scratch_); // the check takes the owning form; the buffer is reused
+    return stale_check_(key, stale_scratch_);
+}
+
+void PathRecordService::answer(const transport::MadAddress& to, Bytes request,
+                               std::uint16_t answer_status, Bytes records) {
+    if (answer_status != status::kOk) {
+        respond(to, make_error_response(request, answer_status));
+        return;
+    }
+    if (out_busy_) {
+        // A transport that answered back into us while sending: out_ is still being sent.
+        respond(to, make_records_response(request, PathRecord::kSize, records));
+        return;
+    }
+    out_busy_ = true;
+    make_records_response(out_, request, PathRecord::kSize, records);
+    respond(to, out_);
+    out_busy_ = false;
+}
+
+} // namespace localsa::sa

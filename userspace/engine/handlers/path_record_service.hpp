@@ -1,0 +1,97 @@
+// SubnAdmGet/GetTable(PathRecord): answered from the cache where the cache knows the master's
+// answer to this requester; otherwise one upstream query (identical misses in flight share it),
+// whose answer is relayed and cached.
+#pragma once
+
+#include "engine/cache/path_cache.hpp"
+#include "engine/cache/preload_table.hpp"
+#include "engine/counters.hpp"
+#include "engine/proxy/proxy.hpp"
+#include "engine/upstream/upstream_client.hpp"
+#include "transport/transport.hpp"
+
+#include <chrono>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+namespace localsa::sa {
+
+struct PathRecordConfig {
+    // How long an answer is served before the master is asked again (routing changes raise no
+    // trap); spread by +-10% so that answers stored together are not refreshed together.
+    std::chrono::milliseconds positive_ttl{std::chrono::minutes{5}};
+    // How much longer an answer is served while the master cannot be asked.
+    std::chrono::milliseconds max_staleness{std::chrono::minutes{5}};
+    // How long "no such path" is remembered.
+    std::chrono::milliseconds negative_ttl{std::chrono::seconds{1}};
+    // A failed refresh is tried again this long after (the master may be back by then).
+    std::chrono::milliseconds refresh_retry{std::chrono::seconds{5}};
+    // How long a due refresh may take (the scheduler's slice plus the upstream budget); an
+    // answer served later than that past its refresh time counts as `stale_served`.
+    std::chrono::milliseconds refresh_grace{std::chrono::seconds{1}};
+};
+
+class PathRecordService {
+public:
+    static constexpr std::size_t kMaxWaitersPerQuestion = 256;
+
+    PathRecordService(cache::PathCache& cache, cache::PreloadTable& preload,
+                      upstream::UpstreamClient& upstream, proxy::Proxy& proxy,
+                      transport::MadTransport& transport, Counters& counters,
+                      PathRecordConfig config)
+        : cache_(cache), preload_(preload), upstream_(upstream), proxy_(proxy),
+          transport_(transport), counters_(counters), config_(config) {}
+
+    // Applies to answers stored from now on; cached answers keep their expiry.
+    void set_config(const PathRecordConfig& config) { config_ = config; }
+
+    void handle(const transport::InboundMad& request);
+    // Asks the master again for a cached question; the answer replaces the cached one.
+    void refresh(const cache::PathQueryKey& key);
+    // A veto on serving a cached answer (coherence knows of GIDs reported out of service).
+    using StaleCheck = std::function<bool(const cache::PathQueryKey&, const cache::PathAnswer&)>;
+    void set_stale_check(StaleCheck check) { stale_check_ = std::move(check); }
+
+    // Misses waiting for the master, for stats and tests.
+    std::size_t pending() const { return pending_.size(); }
+
+private:
+    struct Waiter {
+        transport::MadAddress from;
+        std::vector<std::uint8_t> request;
+    };
+
+    // Why a request may not be answered from the cache (nullptr: it may).
+    const char* uncacheable_reason(const transport::InboundMad& request) const;
+    // Relays the request to the master uncached, the answer back unchanged.
+    void forward(const transport::InboundMad& request, const char* why);
+    // Keeps a cached answer whose refresh failed and asks again later, until it expires.
+    void retry_refresh_later(const cache::PathQueryKey& key);
+    // The answer to `request` (status and records of the master's answer), sent to `to`.
+    void answer(const transport::MadAddress& to, mad::Bytes request, std::uint16_t answer_status,
+                mad::Bytes records);
+    bool is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit);
+    void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
+    void respond(const transport::MadAddress& to, mad::Bytes bytes);
+
+    cache::PathCache& cache_;
+    cache::PreloadTable& preload_;
+    upstream::UpstreamClient& upstream_;
+    proxy::Proxy& proxy_;
+    transport::MadTransport& transport_;
+    Counters& counters_;
+    PathRecordConfig config_;
+    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash> pending_;
+    StaleCheck stale_check_;
+    cache::PathAnswer stale_scratch_;
+    std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
+    bool out_busy_ = false;
+    std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
+};
+
+// OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero
+// status is the error the master would answer.
+std::uint16_t validate_path_request(mad::Bytes request);
+
+} // namespace localsa::sa

@@ -1,0 +1,35 @@
+#include "engine/proxy/proxy.hpp"
+
+#include "engine/send.hpp"
+#include "ib/mad.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace localsa::proxy {
+
+std::vector<std::uint8_t> relay_response(std::vector<std::uint8_t> response,
+                                         std::uint64_t requester_tid) {
+    mad::set_tid(response, requester_tid);
+    return response;
+}
+
+void Proxy::forward(const transport::InboundMad& request, Observer observe) {
+    ++counters_.proxied_requests;
+    const auto tid = mad::tid_of(request.bytes);
+    const auto from = request.from;
+    upstream_.submit(request.bytes, [this, tid, from,
+                                     observe = std::move(observe)](upstream::Reply reply) {
+        if (reply.outcome != upstream::Outcome::Response) {
+            // No answer from the master: the requester gets none either and
+            // retries on its own schedule, exactly as if it had asked the master
+            // directly.
+            return;
+        }
+        ++counters_.proxied_responses;
+        if (observe)
+            observe(reply.response);
+        send_counted(transport_, counters_, relay_response(std::move(reply.response), tid), from);
+    });
+}
+
+} // namespace localsa::proxy

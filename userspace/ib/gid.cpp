@@ -1,0 +1,41 @@
+#include "ib/gid.hpp"
+
+#include "ib/bytes.hpp"
+
+#include <algorithm>
+#include <arpa/inet.h>
+
+namespace localsa::sa {
+
+Gid Gid::from_parts(std::uint64_t prefix, std::uint64_t guid) {
+    Gid g;
+    mad::store_be64(g.raw, 0, prefix);
+    mad::store_be64(g.raw, 8, guid);
+    return g;
+}
+
+std::optional<Gid> Gid::parse(std::string_view text) {
+    std::string s{text};
+    Gid g;
+    if (inet_pton(AF_INET6, s.c_str(), g.raw.data()) != 1)
+        return std::nullopt;
+    return g;
+}
+
+std::uint64_t Gid::prefix() const {
+    return mad::load_be64(raw, 0);
+}
+std::uint64_t Gid::guid() const {
+    return mad::load_be64(raw, 8);
+}
+bool Gid::is_zero() const {
+    return std::all_of(raw.begin(), raw.end(), [](auto b) { return b == 0; });
+}
+
+std::string Gid::str() const {
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, raw.data(), buf, sizeof buf);
+    return buf;
+}
+
+} // namespace localsa::sa

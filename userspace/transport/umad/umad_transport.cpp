@@ -1,0 +1,232 @@
+#include "transport/umad/umad_transport.hpp"
+
+#include "ib/constants.hpp"
+
+#include <boost/asio/post.hpp>
+#include <infiniband/umad.h>
+#include <spdlog/spdlog.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace localsa::transport {
+
+namespace {
+
+int register_agent(int fd, std::uint8_t mgmt_class, std::uint8_t version, std::uint8_t rmpp,
+                   std::initializer_list<std::uint8_t> methods) {
+    long mask[16 / sizeof(long)] = {};
+    for (auto m : methods)
+        mask[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long)));
+    const int id = umad_register(fd, mgmt_class, version, rmpp, methods.size() ? mask : nullptr);
+    if (id < 0)
+        throw TransportError("umad_register(class 0x" + std::to_string(mgmt_class) +
+                             ") failed: " + std::strerror(-id) +
+                             " (is another SA agent registered on this port?)");
+    return id;
+}
+
+// PortInfo:CapabilityMask.IsSM: set while a subnet manager holds the port's issm device.
+constexpr std::uint32_t kCapIsSm = 1u << 1;
+
+bool port_has_sm(const std::string& ca, int port_num) {
+    umad_port_t p{};
+    if (umad_get_port(ca.c_str(), port_num, &p) < 0)
+        return false;
+    const bool is_sm = be32toh(p.capmask) & kCapIsSm;
+    umad_release_port(&p);
+    return is_sm;
+}
+
+// The device file behind an open umad fd ("/dev/infiniband/umad1"), for messages.
+std::string umad_device_path(int fd) {
+    char link[64];
+    char target[256];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    const auto n = ::readlink(link, target, sizeof target - 1);
+    if (n <= 0)
+        return "(fd " + std::to_string(fd) + ")";
+    std::string path(target, static_cast<std::size_t>(n));
+    if (const auto deleted = path.find(" (deleted)"); deleted != std::string::npos)
+        path.erase(deleted);
+    return path;
+}
+
+} // namespace
+
+UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_executor executor,
+                             InboundHandler handler)
+    : executor_(std::move(executor)), handler_(std::move(handler)) {
+    if (umad_init() < 0)
+        throw TransportError("umad_init failed: is ib_umad loaded?");
+    port_ = read_umad_port(options.ca, options.port);
+    // Whoever registers the SA methods of a port first keeps them: on a node whose SM (master or
+    // standby) came first, the registration below would fail; on one whose SM starts later, the
+    // SM's SA could never start. Under ibsim IsSM is localsad's own (claim_issm).
+    if (options.sa_server && !options.claim_issm && port_has_sm(port_.ca, port_.port))
+        throw PortHasSmError(
+            "a subnet manager runs on " + port_.ca + " port " + std::to_string(port_.port) +
+            " (IsSM is set in its CapabilityMask): its SA needs the SA methods of this port, so "
+            "localsad does not start here. Run localsad on nodes without an SM, or stop the "
+            "subnet manager on this node first if it is not needed there");
+    watch_for_sm_ = options.sa_server && !options.claim_issm;
+    fd_ = umad_open_port(port_.ca.c_str(), port_.port);
+    if (fd_ < 0)
+        throw TransportError("cannot open umad device of " + port_.ca + " port " +
+                             std::to_string(port_.port) + ": " + std::strerror(-fd_) +
+                             " (root needed for /dev/infiniband/umad*)");
+    using namespace mad;
+    sa_agent_ = register_agent(
+        fd_, mgmt_class::kSubnAdm, kSaClassVersion, rmpp::kVersion,
+        options.sa_server
+            ? std::initializer_list<std::uint8_t>{method::kGet, method::kSet, method::kGetTable,
+                                                  method::kGetTraceTable, method::kGetMulti,
+                                                  method::kDelete, method::kReport}
+            : std::initializer_list<std::uint8_t>{});
+    if (options.claim_issm) {
+        smp_lid_agent_ = register_agent(fd_, mgmt_class::kSubnLid, kSmpClassVersion, 0,
+                                        {method::kGet, method::kSet, method::kTrapRepress});
+        smp_dr_agent_ = register_agent(fd_, mgmt_class::kSubnDirected, kSmpClassVersion, 0,
+                                       {method::kGet, method::kSet, method::kTrapRepress});
+        // Only now, with an agent for every class the master will send, claim IsSM: a MAD of a
+        // class without an agent kills an umad2sim client.
+        char path[256];
+        if (umad_get_issm_path(port_.ca.c_str(), port_.port, path, sizeof path) < 0 ||
+            (issm_fd_ = ::open(path, O_RDWR)) < 0)
+            throw TransportError("cannot open the issm device of " + port_.ca);
+    }
+    spdlog::info("umad: {} port {} LID {} SM LID {} GID {} (agents: SA {}{})", port_.ca, port_.port,
+                 port_.lid, port_.sm_lid, port_.gid.str(), sa_agent_,
+                 options.claim_issm ? ", SMP, IsSM" : "");
+}
+
+UmadTransport::~UmadTransport() {
+    stopping_ = true;
+    if (receiver_.joinable())
+        receiver_.join();
+    if (issm_fd_ >= 0)
+        ::close(issm_fd_);
+    if (fd_ >= 0)
+        umad_close_port(fd_);
+}
+
+void UmadTransport::start() {
+    receiver_ = std::thread([this] { receive_loop(); });
+}
+
+void UmadTransport::receive_loop() {
+    int capacity = static_cast<int>(mad::kMadSize) * 8;
+    std::vector<std::uint8_t> buf(umad_size() + capacity);
+    // ib_umad marks the open file dead when its device goes away (driver unload, HCA reset):
+    // every read fails with EIO at once, forever, and the file never comes back. A single EIO
+    // is not proof (libibumad also reports an interrupted poll as EIO), a run of them is.
+    constexpr int kEioRunIsDeadDevice = 50;
+    int eio_run = 0;
+    while (!stopping_) {
+        int len = capacity;
+        const int agent = umad_recv(fd_, buf.data(), &len, 200);
+        eio_run = agent == -EIO ? eio_run + 1 : 0;
+        if (eio_run == kEioRunIsDeadDevice) {
+            // End the daemon (non-zero: the exception leaves io_context::run() in main), so that
+            // the service manager starts a fresh one on the device once it is back.
+            boost::asio::post(executor_, [device = umad_device_path(fd_)] {
+                throw TransportError("umad device " + device +
+                                     " went away (EIO): exiting so that the service manager "
+                                     "restarts it");
+            });
+            return;
+        }
+        if (agent == -ETIMEDOUT || agent == -EINTR || agent == -EAGAIN || agent == -EWOULDBLOCK)
+            continue;
+        if (agent == -ENOSPC) {
+            capacity = len;
+            buf.resize(umad_size() + capacity);
+            continue;
+        }
+        if (agent < 0) {
+            // umad2sim returns -1 with no errno when its queue is empty after a wake-up.
+            continue;
+        }
+        auto* umad = reinterpret_cast<ib_user_mad*>(buf.data());
+        const ib_mad_addr* a = umad_get_mad_addr(umad);
+        InboundMad in;
+        in.status = umad_status(umad);
+        in.from.lid = ntohs(a->lid);
+        in.from.qpn = ntohl(a->qpn);
+        in.from.qkey = ntohl(a->qkey);
+        in.from.sl = a->sl;
+        in.from.path_bits = a->path_bits;
+        in.from.pkey_index = a->pkey_index;
+        in.from.has_grh = a->grh_present;
+        if (a->grh_present) {
+            std::memcpy(in.from.gid.raw.data(), a->gid, 16);
+            in.from.gid_index = a->gid_index;
+            in.from.hop_limit = a->hop_limit;
+            in.from.traffic_class = a->traffic_class;
+            in.from.flow_label = ntohl(a->flow_label);
+        }
+        const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
+        in.bytes.assign(data, data + std::min(len, capacity));
+
+        boost::asio::post(executor_,
+                          [this, in = std::move(in)]() mutable { handler_(std::move(in)); });
+    }
+}
+
+bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
+                         std::chrono::milliseconds response_timeout) {
+    std::vector<std::uint8_t> buf(umad_size() + bytes.size());
+    auto* umad = reinterpret_cast<ib_user_mad*>(buf.data());
+    umad_set_addr(umad, to.lid, static_cast<int>(to.qpn), to.sl, static_cast<int>(to.qkey));
+    umad_set_pkey(umad, to.pkey_index);
+    if (to.has_grh) {
+        ib_mad_addr grh{};
+        grh.grh_present = 1;
+        std::memcpy(grh.gid, to.gid.raw.data(), 16);
+        grh.gid_index = to.gid_index;
+        grh.hop_limit = to.hop_limit;
+        grh.traffic_class = to.traffic_class;
+        grh.flow_label = htonl(to.flow_label);
+        umad_set_grh(umad, &grh);
+    }
+    std::memcpy(umad_get_mad(umad), bytes.data(), bytes.size());
+    int agent = sa_agent_;
+    if (bytes[1] == mad::mgmt_class::kSubnLid)
+        agent = smp_lid_agent_;
+    else if (bytes[1] == mad::mgmt_class::kSubnDirected)
+        agent = smp_dr_agent_;
+    if (agent < 0)
+        return false;
+    const int rc = umad_send(fd_, agent, umad, static_cast<int>(bytes.size()),
+                             static_cast<int>(response_timeout.count()), 0);
+    if (rc < 0) {
+        spdlog::warn("umad_send to LID {} failed: {}", to.lid, std::strerror(-rc));
+        return false;
+    }
+    return true;
+}
+
+const PortState& UmadTransport::refresh_port() {
+    port_ = read_umad_port(port_.ca, port_.port);
+    if (watch_for_sm_) {
+        // An SM started on this port after localsad: its SA cannot register the SA methods
+        // localsad holds (OpenSM then stops). Said once per appearance.
+        const bool sm = port_has_sm(port_.ca, port_.port);
+        if (sm && !sm_on_port_)
+            spdlog::error("a subnet manager started on {} port {} (IsSM set in its "
+                          "CapabilityMask): its SA cannot register the SA methods localsad "
+                          "holds; stop localsad on this node if the SM is to serve here",
+                          port_.ca, port_.port);
+        else if (!sm && sm_on_port_)
+            spdlog::info("the subnet manager on {} port {} is gone (IsSM clear)", port_.ca,
+                         port_.port);
+        sm_on_port_ = sm;
+    }
+    return port_;
+}
+
+} // namespace localsa::transport
