@@ -101,6 +101,10 @@ awk -v e="$exposure" 'BEGIN { exit !(e <= 3.5) }' || fail "localsad@.service exp
 # The installed default configuration is valid as shipped.
 /usr/sbin/localsad --config /etc/localsa/localsad.conf --check-config >/dev/null ||
     fail "the shipped /etc/localsa/localsad.conf is refused by localsad --check-config"
+# ... and read without --config: a setting made there is in effect.
+echo 'negative-ttl-ms = 4321' >>/etc/localsa/localsad.conf
+/usr/sbin/localsad --check-config | grep -qx 'negative-ttl-ms = 4321' ||
+    fail "localsad does not read /etc/localsa/localsad.conf by default"
 dkms status localsa-ib-core 2>/dev/null | grep -q "localsa-ib-core/$version" ||
     fail "dkms does not know localsa-ib-core/$version"
 tree=/usr/src/localsa-ib-core-$version
