@@ -4,6 +4,7 @@
 #include "daemon/options.hpp"
 #include "daemon/privileges.hpp"
 #include "daemon/reload.hpp"
+#include "daemon/service_notifier.hpp"
 #include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "ib/mad.hpp"
@@ -14,12 +15,16 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/syslog_sink.h>
+#ifdef LOCALSA_HAVE_SYSTEMD
+#include <spdlog/sinks/systemd_sink.h>
+#endif
 #include <spdlog/spdlog.h>
 
 #include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace localsa;
@@ -63,13 +68,34 @@ nlohmann::json dump_cache(const cache::PathCache& cache) {
     return entries;
 }
 
+// True when stderr is the journal's stream (systemd sets JOURNAL_STREAM to its device:inode).
+bool stderr_is_journal() {
+    const char* stream = std::getenv("JOURNAL_STREAM");
+    struct stat st {};
+    if (!stream || ::fstat(STDERR_FILENO, &st) != 0)
+        return false;
+    unsigned long long dev = 0, ino = 0;
+    return std::sscanf(stream, "%llu:%llu", &dev, &ino) == 2 && dev == st.st_dev &&
+           ino == st.st_ino;
+}
+
 void setup_logging(const DaemonOptions& o) {
-    auto logger = o.foreground
-                      ? spdlog::stderr_color_mt("localsad")
-                      : spdlog::syslog_logger_mt("localsad", "localsad", LOG_PID, LOG_DAEMON);
+    std::shared_ptr<spdlog::logger> logger;
+    bool plain = !o.foreground; // syslog and the journal stamp time and level themselves
+#ifdef LOCALSA_HAVE_SYSTEMD
+    // Under systemd: straight to the journal, each line with its priority.
+    if (o.foreground && stderr_is_journal()) {
+        logger = spdlog::systemd_logger_mt("localsad", "localsad");
+        plain = true;
+    }
+#endif
+    if (!logger)
+        logger = o.foreground
+                     ? spdlog::stderr_color_mt("localsad")
+                     : spdlog::syslog_logger_mt("localsad", "localsad", LOG_PID, LOG_DAEMON);
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(o.log_level));
-    spdlog::set_pattern(o.foreground ? "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v" : "%v");
+    spdlog::set_pattern(plain ? "%v" : "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
 }
 
 void reload_configuration(const std::vector<std::string>& args, DaemonOptions& running,
@@ -157,9 +183,14 @@ int main(int argc, char** argv) {
             return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
         });
 
+        ServiceNotifier notifier(
+            io.get_executor(), [&] { return local_sa->class_port_info().master().has_value(); },
+            [&] { return local_sa->stats(); }, ServiceNotifier::Config{});
+
         boost::asio::signal_set stop(io, SIGINT, SIGTERM);
         stop.async_wait([&](auto, int sig) {
             spdlog::info("signal {}: shutting down", sig);
+            notifier.stopping();
             coherence.shutdown([&] { io.stop(); });
         });
         std::signal(SIGPIPE, SIG_IGN);
@@ -169,7 +200,9 @@ int main(int argc, char** argv) {
             hangup.async_wait([&](auto ec, int) {
                 if (ec)
                     return;
+                notifier.reloading();
                 reload_configuration(args, o, *local_sa, coherence);
+                notifier.reloaded();
                 await_hangup();
             });
         };
@@ -182,6 +215,7 @@ int main(int argc, char** argv) {
         umad.start();
         local_sa->start();
         coherence.start();
+        notifier.start();
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
                      LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, control_path);
         io.run();

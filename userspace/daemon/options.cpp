@@ -90,20 +90,24 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")("version,V",
                                                                 "print the version and exit")(
-        "config", po::value(&o.config_file), "read options from FILE (same names as the flags)")(
-        "ca", po::value(&o.ca), "HCA to serve (default: the first)")(
+        "config", po::value(&o.config_file),
+        "read options from FILE (same names as the flags; default: " LOCALSA_DEFAULT_CONFIG
+        " when it exists)")("ca", po::value(&o.ca), "HCA to serve (default: the first)")(
         "port", po::value(&o.port)->default_value(1),
         "HCA port to serve")("control", po::value(&o.control),
                              "control socket (default: /run/localsa/<ca>-<port>.sock)")(
         "log-level", po::value(&o.log_level)->default_value("info"),
         "trace, debug, info, warn, error, critical or off")(
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
-        "sim", po::value(&o.sim)->default_value("auto"),
-        "ibsim mode (claim IsSM, answer SMInfo): auto, on or off")(
         "user", po::value(&o.user),
         "run as this user once the devices and the control socket are open")(
         "check-config", "check the command line and --config, print the settings in effect as a "
                         "configuration file and exit (status 0: valid, 2: not)");
+
+    // Parsed, never shown by --help: the test fabric's quirks are no production setting.
+    po::options_description testing("Testing");
+    testing.add_options()("sim", po::value(&o.sim)->default_value("auto"),
+                          "ibsim mode (claim IsSM, answer SMInfo): auto, on or off");
 
     po::options_description tuning("Tuning");
     tuning.add_options()("upstream-timeout-ms", po::value(&timeout_ms)->default_value(timeout_ms),
@@ -137,18 +141,24 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "no-preload", po::bool_switch(&no_preload),
         "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)");
 
+    po::options_description visible;
+    visible.add(general).add(tuning);
     po::options_description all;
-    all.add(general).add(tuning);
+    all.add(general).add(tuning).add(testing);
 
     po::variables_map vm;
     try {
         po::store(po::parse_command_line(argc, argv, all), vm);
-        if (vm.count("config")) {
-            const auto file = vm["config"].as<std::string>();
-            std::ifstream in(file);
-            if (!in)
-                throw UsageError("cannot read configuration file " + file);
+        // An explicit --config must be readable; the default file is read only if present.
+        const bool explicit_config = vm.count("config") > 0;
+        const std::string file =
+            explicit_config ? vm["config"].as<std::string>() : LOCALSA_DEFAULT_CONFIG;
+        std::ifstream in(file);
+        if (!in && explicit_config)
+            throw UsageError("cannot read configuration file " + file);
+        if (in) {
             po::store(po::parse_config_file(in, all), vm);
+            o.config_file = file;
         }
         po::notify(vm);
     } catch (const po::error& e) {
@@ -158,7 +168,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     ParsedCommandLine result;
     if (vm.count("help")) {
         std::ostringstream out;
-        out << kUsage << "\n" << all;
+        out << kUsage << "\n" << visible;
         result.text = out.str();
         return result;
     }
