@@ -1,6 +1,7 @@
 // localsad: the local SA daemon for one HCA port.
 #include "control/client.hpp"
 #include "daemon/control_server.hpp"
+#include "daemon/metrics.hpp"
 #include "daemon/options.hpp"
 #include "daemon/privileges.hpp"
 #include "daemon/reload.hpp"
@@ -170,6 +171,9 @@ int main(int argc, char** argv) {
             if (cmd == "stats") {
                 auto j = local_sa->stats();
                 coherence.add_stats(j);
+                j["master_known"] = local_sa->class_port_info().master().has_value();
+                if (req.value("format", "json") == "prometheus")
+                    return nlohmann::json{{"prometheus", prometheus_text(j)}};
                 return j;
             }
             if (cmd == "dump")

@@ -4,6 +4,7 @@
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
 #include "ib/response.hpp"
+#include "tools/health.hpp"
 #include "tools/sa_client.hpp"
 
 #include <boost/program_options.hpp>
@@ -11,6 +12,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -21,12 +23,15 @@ namespace po = boost::program_options;
 namespace {
 
 const char* kUsage =
-    "Usage: localsactl [--control PATH] COMMAND\n"
+    "Usage: localsactl [--control PATH] stats [--format json|prometheus] | dump | flush | health\n"
     "       localsactl [--ca CA] [--port N] query pr --sgid GID --dgid GID [options]\n"
     "       localsactl [--ca CA] [--port N] query sa --attr ID [options]\n"
     "\n"
     "Commands:\n"
-    "  stats         print the daemon's counters as JSON\n"
+    "  stats         print the daemon's counters as JSON, or with --format prometheus in the\n"
+    "                Prometheus text format (for node-exporter's textfile collector)\n"
+    "  health        one line: OK, WARNING or CRITICAL and why (port ACTIVE, master SA\n"
+    "                answered, preload, kernel sa_redirect); exit 0, 1 or 2 (NHC, Slurm)\n"
     "  dump          print the cached PathRecord answers as JSON\n"
     "  flush         empty the daemon's cache\n"
     "  query pr      send one SubnAdmGet(PathRecord) and print the answer\n"
@@ -306,6 +311,31 @@ int run_query(const po::variables_map& vm, const std::vector<std::string>& args)
     return 0;
 }
 
+std::optional<std::string> read_kernel_redirect() {
+    std::ifstream in("/sys/module/ib_core/parameters/sa_redirect");
+    if (!in)
+        return std::nullopt;
+    std::string line;
+    std::getline(in, line);
+    return line;
+}
+
+int run_health(const po::variables_map& vm) {
+    tools::HealthVerdict verdict;
+    std::string path;
+    try {
+        path = vm.count("control") ? vm["control"].as<std::string>() : default_control_path();
+        verdict = tools::evaluate_health(control::control_request(path, {{"cmd", "stats"}}),
+                                         read_kernel_redirect());
+    } catch (const UsageError& e) {
+        verdict = tools::unreachable(control::kSocketDir, e.what());
+    } catch (const std::exception& e) {
+        verdict = tools::unreachable(path, e.what());
+    }
+    std::cout << verdict.line << "\n";
+    return static_cast<int>(verdict.health);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -336,6 +366,28 @@ int main(int argc, char** argv) {
             return vm.count("help") ? 0 : 2;
         }
         const auto cmd = rest.front();
+        if (cmd == "health") {
+            if (rest.size() != 1)
+                throw UsageError("health takes no arguments");
+            return run_health(vm);
+        }
+        if (cmd == "stats" && rest.size() == 3 && rest[1] == "--format") {
+            if (rest[2] != "json" && rest[2] != "prometheus")
+                throw UsageError("--format must be json or prometheus");
+            const auto path =
+                vm.count("control") ? vm["control"].as<std::string>() : default_control_path();
+            if (rest[2] == "json")
+                rest.resize(1);
+            else {
+                const auto answer =
+                    control::control_request(path, {{"cmd", "stats"}, {"format", "prometheus"}});
+                if (!answer.contains("prometheus"))
+                    throw std::runtime_error("the daemon sent no Prometheus text: " +
+                                             answer.dump());
+                std::cout << answer["prometheus"].get<std::string>();
+                return 0;
+            }
+        }
         if (cmd == "stats" || cmd == "dump" || cmd == "flush") {
             if (rest.size() != 1)
                 throw UsageError(cmd + " takes no arguments");
