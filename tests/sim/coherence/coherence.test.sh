@@ -14,7 +14,7 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 . "$(dirname "$0")/../lib/localsad-fabric.sh"
 start_fabric coherence
 start_localsad --path-ttl-s 3 --max-staleness-s 10 --upstream-timeout-ms 100 \
-    --subscription-check-s 1
+    --subscription-check-s 1 --spread-ms 500
 
 status_of() { q "$@" 2>/dev/null | sed -n 's/^status=//p'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
