@@ -131,6 +131,28 @@ TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[ca
     CHECK(c.size() == 0);
 }
 
+TEST_CASE("by default an answer is refreshed only when used since its last refresh",
+          "[cache][idle]") {
+    cache::PathCache c(10);
+    const auto t0 = cache::Clock::now();
+    constexpr auto since_refresh = cache::Clock::duration::zero();
+    c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // a miss: used
+    c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
+    REQUIRE(c.due_for_refresh(t0 + 11s, 10, since_refresh).size() == 2);
+    c.store(key_of(1), one_record(t0 + 21s, t0 + 1h)); // the refreshes' answers
+    c.store(key_of(2), one_record(t0 + 21s, t0 + 1h));
+    REQUIRE(c.find(key_of(2), t0 + 15s)); // only 2 used since
+    const auto due = c.due_for_refresh(t0 + 22s, 10, since_refresh);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key_of(2));
+    CHECK_FALSE(c.peek(key_of(1)));
+    // A failed refresh put back for a later try keeps its use.
+    auto retry = one_record(t0 + 27s, t0 + 1h);
+    retry.keep_use = true;
+    c.store(key_of(2), retry);
+    CHECK(c.due_for_refresh(t0 + 28s, 10, since_refresh).size() == 1);
+}
+
 TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
     cache::PathCache c(10);
     const auto t0 = cache::Clock::now();

@@ -142,7 +142,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "background queries (refresh, preload, subscriptions) to the master per second at most")(
         "master-burst", po::value(&master_burst)->default_value(master_burst),
         "background queries to the master at once at most (token bucket size)")(
-        "requester-deadline-ms", po::value(&requester_deadline_ms)->default_value(requester_deadline_ms),
+        "requester-deadline-ms",
+        po::value(&requester_deadline_ms)->default_value(requester_deadline_ms),
         "how long a requester waits for a miss (the kernel's sa_redirect_timeout_ms): a "
         "query to the master is not sent or tried again after that")(
         "spread-ms", po::value(&spread_ms)->default_value(spread_ms),

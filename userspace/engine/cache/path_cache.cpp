@@ -13,6 +13,8 @@ constexpr std::uint16_t kFree = 0x7fff;      // an entry on the free list
 constexpr std::uint16_t kOutOfLine = 0x8000; // shape bit: the block holds the key, not a record
 constexpr std::uint16_t kMaxShapes = 0x7ffe;
 constexpr std::size_t kInlineDiffs = 4; // (offset, xor) byte pairs that fit the aux word
+// Top bit of refresh_lead_ms: a requester used the answer since it was stored (or refreshed).
+constexpr std::uint32_t kUsedSinceStore = 0x80000000u;
 
 // Milliseconds of the steady clock, modulo 2^32: an age up to 49 days is their difference.
 std::uint32_t ms32(Clock::time_point t) {
@@ -70,7 +72,7 @@ struct PathCache::Entry {
     // key (xor 0: unused). Out of line: the records' heap block (0: none). Free: next free + 1.
     std::uint64_t aux = 0;
     Clock::rep expires = 0;
-    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this
+    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this; | kUsedSinceStore
     std::uint32_t stamp = 0;
     std::uint32_t last_used_ms = 0; // ms32() of the last find() (or store with used_at)
     std::uint16_t shape = kFree;    // shape id, | kOutOfLine
@@ -277,7 +279,7 @@ CachedAnswer PathCache::view_of(const Entry& e) const {
     a.status = e.status;
     a.records = (e.shape & kOutOfLine) ? records_of_block(e.aux) : mad::Bytes{e.block};
     a.expires = Clock::time_point{Clock::duration{e.expires}};
-    a.refresh_at = a.expires - std::chrono::milliseconds{e.refresh_lead_ms};
+    a.refresh_at = a.expires - std::chrono::milliseconds{e.refresh_lead_ms & ~kUsedSinceStore};
     return a;
 }
 
@@ -310,6 +312,7 @@ std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, std::uint64
         return std::nullopt;
     }
     e.last_used_ms = ms32(now);
+    e.refresh_lead_ms |= kUsedSinceStore;
     return view_of(e);
 }
 
@@ -395,7 +398,10 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
                              ? 0
                              : (lead + std::chrono::milliseconds{1} - Clock::duration{1}) /
                                    std::chrono::milliseconds{1};
-    e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0xffffffff));
+    const bool used_before = stored_again && (e.refresh_lead_ms & kUsedSinceStore);
+    e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0x7fffffff));
+    if (answer.used_at || (answer.keep_use && used_before))
+        e.refresh_lead_ms |= kUsedSinceStore;
     e.stamp = ++next_stamp_;
     if (answer.used_at)
         e.last_used_ms = ms32(*answer.used_at);
@@ -466,8 +472,12 @@ std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std:
         refresh_queue_.pop_back();
         if (!current)
             continue; // erased or stored again since
-        if (window_ms.count() < 0x7fffffff &&
-            now_ms - e.last_used_ms >= static_cast<std::uint32_t>(window_ms.count())) {
+        const bool idle =
+            window_ms.count() == 0
+                ? !(e.refresh_lead_ms & kUsedSinceStore)
+                : window_ms.count() < 0x7fffffff &&
+                      now_ms - e.last_used_ms >= static_cast<std::uint32_t>(window_ms.count());
+        if (idle) {
             erase_stored(item.entry);
             ++idle_expired_;
             continue;

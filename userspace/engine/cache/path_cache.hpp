@@ -59,6 +59,9 @@ struct PathAnswer {
     // store(): when a requester last used the answer. Unset: a new entry counts as unused
     // since its store, an entry stored again keeps its last use (a refresh is no use).
     std::optional<Clock::time_point> used_at;
+    // store() of an entry stored again without used_at: keep whether it was used since its last
+    // store (a failed refresh put back for a later try), instead of starting unused.
+    bool keep_use = false;
 
     std::size_t record_count() const { return records.size() / sa::PathRecord::kSize; }
     bool negative() const { return status != 0 || records.empty(); }
@@ -107,7 +110,8 @@ public:
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
 
     // Keys whose refresh time has come and which a requester used within `idle_window` before
-    // `now`, earliest refresh time first, at most `limit` of them. Each is handed out once per
+    // `now` (a zero window: since the answer was stored or last refreshed), earliest refresh
+    // time first, at most `limit` of them. Each is handed out once per
     // store(); a key stored again is scheduled again. A due answer not used within the window is
     // dropped instead (counted in idle_expired()): refresh follows use, an idle cache costs the
     // master nothing. Entries are ordered by their own refresh time, so one that is late (a

@@ -103,8 +103,7 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
         preload_running_ = false;
         if (preload_state_ == "loading")
             preload_state_ = "done";
-        spdlog::info("preload {}: {} paths from this port", preload_state_,
-                     parts_.preload.size());
+        spdlog::info("preload {}: {} paths from this port", preload_state_, parts_.preload.size());
         return;
     }
     const auto port = parts_.transport.port();
@@ -140,8 +139,7 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
                 auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
                 if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
                     const auto now = cache::Clock::now();
-                    parts_.preload.replace(pkey, recs.bytes, now + config_.preload_validity,
-                                                now);
+                    parts_.preload.replace(pkey, recs.bytes, now + config_.preload_validity, now);
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.
                     for (const auto& gone : out_of_service_)
@@ -222,7 +220,8 @@ void Coherence::send_subscription(std::uint16_t trap, bool subscribe) {
 void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
     const bool answered = r.outcome == upstream::Outcome::Response;
     // Not answered: the client may try again (BUSY); our own traps are retried below.
-    const auto status = answered ? mad::load_be16(r.response, mad::offset::kStatus) : mad::status::kBusy;
+    const auto status =
+        answered ? mad::load_be16(r.response, mad::offset::kStatus) : mad::status::kBusy;
     auto waiting = waiting_.extract(trap);
     if (!wanted_.contains(trap)) {
         // The last client left while the Set was on its way: answer it all the same.
@@ -456,9 +455,8 @@ void Coherence::schedule_refresh() {
             return;
         // Only what the node's budget lets go now is taken from the queue; the rest waits
         // there, in refresh-time order.
-        const auto budget =
-            std::min<std::size_t>(std::max<std::size_t>(1, config_.refresh_rate / 10),
-                                  parts_.upstream.background_room());
+        const auto budget = std::min<std::size_t>(
+            std::max<std::size_t>(1, config_.refresh_rate / 10), parts_.upstream.background_room());
         for (const auto& key :
              parts_.cache.due_for_refresh(cache::Clock::now(), budget, config_.idle_window))
             parts_.path_records.refresh(key);

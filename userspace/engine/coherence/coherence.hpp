@@ -50,8 +50,9 @@ struct CoherenceConfig {
     // random delay up to this long, so that the nodes of a fabric, which see an SM change or a
     // reboot at the same moment, do not reach the new master together.
     std::chrono::milliseconds spread{std::chrono::seconds{30}};
-    // An answer not used for this long is dropped at its refresh time instead of refreshed.
-    std::chrono::milliseconds idle_window{std::chrono::minutes{5}};
+    // An answer not used for this long is dropped at its refresh time instead of refreshed;
+    // zero: one not used since it was stored or last refreshed (one TTL).
+    std::chrono::milliseconds idle_window{0};
     // The per-try wait of a preload GetTable: its RMPP transfer takes longer with every record
     // (a fabric of thousands of ports sends hundreds of segments), so it is sized by the table.
     std::chrono::milliseconds try_timeout{200};

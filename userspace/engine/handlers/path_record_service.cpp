@@ -262,6 +262,7 @@ void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
     cache::PathAnswer kept; // `expires` stays: the answer is served --max-staleness-s at most
     old->copy_to(kept);
     kept.refresh_at = now + config_.refresh_retry;
+    kept.keep_use = true; // a failed refresh is no reason to count the answer idle
     if (kept.refresh_at < kept.expires)
         cache_.store(key, std::move(kept));
 }

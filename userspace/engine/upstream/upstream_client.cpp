@@ -15,9 +15,8 @@ UpstreamClient::UpstreamClient(boost::asio::any_io_executor executor,
                                transport::MadTransport& transport, Counters& counters,
                                UpstreamConfig config)
     : executor_(std::move(executor)), transport_(transport), counters_(counters), config_(config),
-      tids_(std::random_device{}()), tokens_(config.background_burst),
-      refilled_(Clock::now()), jitter_state_(std::random_device{}() | 1ULL << 40),
-      pump_timer_(executor_) {}
+      tids_(std::random_device{}()), tokens_(config.background_burst), refilled_(Clock::now()),
+      jitter_state_(std::random_device{}() | 1ULL << 40), pump_timer_(executor_) {}
 
 UpstreamClient::~UpstreamClient() {
     for (auto& [tid, q] : in_flight_)
