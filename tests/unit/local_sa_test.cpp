@@ -82,7 +82,9 @@ TEST_CASE("a PathRecord miss goes to the master once, then hits", "[local_sa]") 
 }
 
 TEST_CASE("only an SM the query went to answers it", "[local_sa]") {
-    Fixture f;
+    LocalSaConfig c;
+    c.path_record.requester_deadline = 2s; // a requester that waits for a retry
+    Fixture f(c);
     f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005)));
     const auto first = f.transport.take();
     REQUIRE(first.size() == 1);
@@ -330,7 +332,7 @@ TEST_CASE("an unanswered query is retried with fresh TIDs, then given up", "[loc
 
 TEST_CASE("BUSY from the master backs off and retries", "[local_sa]") {
     LocalSaConfig c;
-    c.upstream.busy_backoff = 1ms;
+    c.upstream.busy_backoff = 4ms; // held back 2-4 ms
     Fixture f(c);
     f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
     auto sent = f.transport.take();

@@ -181,6 +181,7 @@ int main(int argc, char** argv) {
             if (cmd == "flush") {
                 const auto n = local_sa->cache().size();
                 local_sa->cache().clear();
+                local_sa->preload().clear(); // its paths would otherwise be served again
                 spdlog::info("cache flushed on request ({} entries)", n);
                 return nlohmann::json{{"flushed", n}};
             }

@@ -22,6 +22,7 @@ namespace localsa {
     X(upstream_retries)                                                                            \
     X(upstream_busy)                                                                               \
     X(upstream_overflow)                                                                           \
+    X(upstream_expired)                                                                            \
     X(upstream_late_responses)                                                                     \
     X(upstream_wrong_source)                                                                       \
     X(proxied_requests)                                                                            \

@@ -148,7 +148,12 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
     }
     if (m == method::kReport)
         return handle_report(in);
-    switch (load_be16(in.bytes, mad::offset::kAttrId)) {
+    const auto attr_id = load_be16(in.bytes, mad::offset::kAttrId);
+    // A non-zero SM_Key is the master's to judge; OpenSM silently drops a wrong one, so nothing
+    // is answered here for it (ClassPortInfo, InformInfo; PathRecord checks it itself).
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0 && attr_id != attr::kPathRecord)
+        return proxy_.forward(in);
+    switch (attr_id) {
     case attr::kPathRecord:
         return path_records_.handle(in);
     case attr::kClassPortInfo:
@@ -214,6 +219,7 @@ coherence::Parts LocalSa::coherence_parts() {
 nlohmann::json LocalSa::stats() const {
     nlohmann::json j = counters_;
     j["cache_entries"] = cache_.size();
+    j["cache_idle_expired"] = cache_.idle_expired();
     j["preloaded_paths"] = preload_.size();
     j["pr_pending"] = path_records_.pending();
     j["upstream_outstanding"] = upstream_.outstanding();
