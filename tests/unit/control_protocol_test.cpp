@@ -110,10 +110,10 @@ TEST_CASE("control protocol: a request is a JSON object with a string cmd", "[co
 
 TEST_CASE("control protocol: bytes that are not UTF-8 are named by offset, never echoed",
           "[control]") {
-    for (const std::string line : {std::string("\xff\xfe{"), std::string("{\"cmd\":\"\xc0\xaf\"}"),
-                                   std::string("{\"cmd\":\"\xed\xa0\x80\"}"),
-                                   std::string("{\"cmd\":\"st\xe2\x82\"}"),
-                                   std::string("\x00\x01\x02", 3)}) {
+    for (const std::string line :
+         {std::string("\xff\xfe{"), std::string("{\"cmd\":\"\xc0\xaf\"}"),
+          std::string("{\"cmd\":\"\xed\xa0\x80\"}"), std::string("{\"cmd\":\"st\xe2\x82\"}"),
+          std::string("\x00\x01\x02", 3)}) {
         const auto parsed = parse_request(line);
         CAPTURE(line);
         CHECK_FALSE(parsed.ok());
@@ -134,8 +134,7 @@ TEST_CASE("control protocol: an answer holding bytes that are not UTF-8 is still
     CHECK(nlohmann::json::parse(line)["text"] == "a\xef\xbf\xbd");
 }
 
-TEST_CASE("control server: any bytes get a JSON error answer and the server goes on",
-          "[control]") {
+TEST_CASE("control server: any bytes get a JSON error answer and the server goes on", "[control]") {
     Server s;
     const auto bad = talk(s.path, std::string("\xff\xfe{\n"));
     CHECK(s.alive());

@@ -88,8 +88,8 @@ struct Session : std::enable_shared_from_this<Session> {
                                 std::to_string(kRequestTimeout.count()) + " s");
         } else if (ec == asio::error::not_found) {
             spdlog::warn("control: refused a request longer than {} bytes", kMaxRequestBytes - 1);
-            reply = error_reply("bad request: longer than " +
-                                std::to_string(kMaxRequestBytes - 1) + " bytes");
+            reply = error_reply("bad request: longer than " + std::to_string(kMaxRequestBytes - 1) +
+                                " bytes");
         } else if (ec && (ec != asio::error::eof || in.size() == 0)) {
             deadline.cancel(); // the client went away
             return;

@@ -49,6 +49,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     coherence_changed |= note(a, "refresh-rate", oc.refresh_rate, nc.refresh_rate);
     coherence_changed |= note(a, "port-poll-ms", oc.port_poll, nc.port_poll);
     coherence_changed |=
+        note(a, "subscription-check-s (ms)", oc.subscription_check, nc.subscription_check);
+    coherence_changed |=
         oc.preload_period != nc.preload_period || oc.preload_validity != nc.preload_validity;
     if (note(a, "log-level", running.log_level, fresh.log_level)) {
         spdlog::set_level(spdlog::level::from_str(fresh.log_level));
@@ -62,6 +64,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     if (coherence_changed) {
         running.coherence.refresh_rate = nc.refresh_rate;
         running.coherence.port_poll = nc.port_poll;
+        running.coherence.subscription_check = nc.subscription_check;
         running.coherence.preload_period = nc.preload_period;
         running.coherence.preload_validity = nc.preload_validity;
         coherence.reconfigure(running.coherence);

@@ -394,7 +394,11 @@ void Coherence::schedule_refresh() {
     refresh_timer_.async_wait([this](auto ec) {
         if (ec)
             return;
-        const auto budget = std::max<std::size_t>(1, config_.refresh_rate / 10);
+        // A tenth of the rate per slice; below 10 a second the fraction carries over.
+        const double per_slice = config_.refresh_rate / 10.0;
+        refresh_credit_ = std::min(refresh_credit_ + per_slice, std::max(per_slice, 1.0));
+        const auto budget = static_cast<std::size_t>(refresh_credit_);
+        refresh_credit_ -= static_cast<double>(budget);
         for (const auto& key : parts_.cache.due_for_refresh(cache::Clock::now(), budget))
             parts_.path_records.refresh(key);
         schedule_refresh();
@@ -446,6 +450,12 @@ void Coherence::poll_port() {
 }
 
 void Coherence::reconfigure(const CoherenceConfig& config) {
+    const bool check_changed = config.subscription_check != config_.subscription_check;
+    config_.subscription_check = config.subscription_check;
+    if (check_changed && config_.subscribe) {
+        check_timer_.cancel();
+        schedule_subscription_check();
+    }
     config_.refresh_rate = config.refresh_rate;
     config_.port_poll = config.port_poll;
     config_.resubscribe_retry = config.resubscribe_retry;

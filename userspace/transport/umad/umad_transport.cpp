@@ -60,8 +60,7 @@ std::string umad_device_path(int fd) {
 std::string register_failure_message(std::uint8_t mgmt_class, std::uint8_t version,
                                      int kernel_errno) {
     char what[64];
-    std::snprintf(what, sizeof what, "umad_register(class 0x%02x version %u)", mgmt_class,
-                  version);
+    std::snprintf(what, sizeof what, "umad_register(class 0x%02x version %u)", mgmt_class, version);
     // The kernel's MAD layer refuses a registration whose methods overlap another agent's with
     // EINVAL; everything else it says is passed on as is.
     if (kernel_errno == EINVAL)
