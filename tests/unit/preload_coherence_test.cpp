@@ -404,3 +404,30 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
         checked |= mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord;
     CHECK(checked);
 }
+
+TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence][cache]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 10ms;
+    LocalSa sa(io.get_executor(), transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    cc.refresh_rate = 2;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    for (std::uint64_t i = 0; i < 30; ++i) { // 30 answers, all due for refresh at once
+        sa.dispatch(from_lid(kOwnLid, path_request(i + 1, 0x100005 + i)));
+        for (const auto& up : transport.take())
+            if (up.to.lid == kSmLid)
+                sa.dispatch(from_lid(kSmLid, master_path_answer(up.bytes, 8)));
+    }
+    REQUIRE(sa.cache().size() == 30);
+    const auto before = sa.counters().refreshes;
+    io.run_for(1500ms);
+    const auto refreshed = sa.counters().refreshes - before;
+    CHECK(refreshed >= 2);
+    CHECK(refreshed <= 4); // 2 a second (+1 for the slices' rounding), not 10
+}

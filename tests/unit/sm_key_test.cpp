@@ -79,7 +79,7 @@ TEST_CASE("SM_Keys pass through unchanged, are never logged and never used for o
         CHECK(key_of(s.bytes) == kKey); // relayed with the requester's key
     }
     CHECK(sa.counters().pr_forwarded == 2);
-    CHECK(sa.counters().foreign_refused == 1);
+    CHECK(sa.counters().foreign_requests == 1);
     CHECK(sa.cache().size() == 0);
 
     // The master answers the first; the answer goes back as the master sent it.

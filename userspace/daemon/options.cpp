@@ -203,7 +203,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("max-queued", max_queued, 0L, 1'000'000L);
     require_range("cache-max-entries", cache_max_entries, 0L, 100'000'000L);
     require_range("max-client-subscriptions", max_client_subscriptions, 0L, 65'536L);
-    require_range("path-ttl-s", path_ttl_s, 0L, 86'400L);
+    // Also the preload period: 0 would send the GetTables back to back.
+    require_range("path-ttl-s", path_ttl_s, 1L, 86'400L);
     require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);

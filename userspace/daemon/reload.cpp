@@ -54,6 +54,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     coherence_changed |= note(a, "idle-window-s (ms)", oc.idle_window, nc.idle_window);
     coherence_changed |= note(a, "spread-ms", oc.spread, nc.spread);
     coherence_changed |=
+        note(a, "subscription-check-s (ms)", oc.subscription_check, nc.subscription_check);
+    coherence_changed |=
         oc.preload_validity != nc.preload_validity || oc.try_timeout != nc.try_timeout;
     if (note(a, "log-level", running.log_level, fresh.log_level)) {
         spdlog::set_level(spdlog::level::from_str(fresh.log_level));
@@ -67,6 +69,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     if (coherence_changed) {
         running.coherence.refresh_rate = nc.refresh_rate;
         running.coherence.port_poll = nc.port_poll;
+        running.coherence.subscription_check = nc.subscription_check;
         running.coherence.preload_validity = nc.preload_validity;
         running.coherence.idle_window = nc.idle_window;
         running.coherence.spread = nc.spread;

@@ -16,6 +16,8 @@ namespace localsa {
     X(pr_coalesced)                                                                                \
     X(pr_forwarded)                                                                                \
     X(pr_errors_local)                                                                             \
+    X(pr_waiters_overflow)                                                                         \
+    X(pr_relayed_unparsed)                                                                         \
     X(upstream_requests)                                                                           \
     X(upstream_responses)                                                                          \
     X(upstream_timeouts)                                                                           \
@@ -33,7 +35,7 @@ namespace localsa {
     X(stray_responses)                                                                             \
     X(stray_rmpp)                                                                                  \
     X(foreign_requests)                                                                            \
-    X(foreign_refused)                                                                             \
+    X(foreign_reports)                                                                             \
     X(inform_denied)                                                                               \
     X(client_subscribed)                                                                           \
     X(client_unsubscribed)                                                                         \
@@ -42,6 +44,7 @@ namespace localsa {
     X(report_retries)                                                                              \
     X(reports_undelivered)                                                                         \
     X(send_errors)                                                                                 \
+    X(send_timeouts)                                                                               \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \
     X(reports_received)                                                                            \

@@ -453,10 +453,13 @@ void Coherence::schedule_refresh() {
     refresh_timer_.async_wait([this](auto ec) {
         if (ec)
             return;
-        // Only what the node's budget lets go now is taken from the queue; the rest waits
-        // there, in refresh-time order.
-        const auto budget = std::min<std::size_t>(
-            std::max<std::size_t>(1, config_.refresh_rate / 10), parts_.upstream.background_room());
+        // A tenth of the rate per slice (below 10 a second the fraction carries over), and only
+        // what the node's budget lets go now: the rest waits in the queue, in refresh-time order.
+        const double per_slice = config_.refresh_rate / 10.0;
+        refresh_credit_ = std::min(refresh_credit_ + per_slice, std::max(per_slice, 1.0));
+        const auto budget = std::min<std::size_t>(static_cast<std::size_t>(refresh_credit_),
+                                                  parts_.upstream.background_room());
+        refresh_credit_ -= static_cast<double>(budget);
         for (const auto& key :
              parts_.cache.due_for_refresh(cache::Clock::now(), budget, config_.idle_window))
             parts_.path_records.refresh(key);
@@ -509,6 +512,12 @@ void Coherence::poll_port() {
 }
 
 void Coherence::reconfigure(const CoherenceConfig& config) {
+    const bool check_changed = config.subscription_check != config_.subscription_check;
+    config_.subscription_check = config.subscription_check;
+    if (check_changed && config_.subscribe) {
+        check_timer_.cancel();
+        schedule_subscription_check();
+    }
     config_.refresh_rate = config.refresh_rate;
     config_.port_poll = config.port_poll;
     config_.resubscribe_retry = config.resubscribe_retry;

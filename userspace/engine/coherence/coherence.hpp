@@ -125,6 +125,7 @@ private:
     Parts parts_;
     CoherenceConfig config_;
     boost::asio::steady_timer refresh_timer_;
+    double refresh_credit_ = 0; // refreshes allowed but not yet sent (rates below 10/s)
     boost::asio::steady_timer port_timer_;
     boost::asio::steady_timer resubscribe_timer_;
     boost::asio::steady_timer preload_timer_;

@@ -126,7 +126,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         // Bounded: a flood of one question while the master is slow must not grow without end;
         // the requesters dropped here retry.
         if (it->second.size() >= kMaxWaitersPerQuestion) {
-            ++counters_.upstream_overflow;
+            ++counters_.pr_waiters_overflow;
             return;
         }
         it->second.push_back({in.from, in.bytes});
@@ -185,7 +185,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
     const auto offset = well_formed ? load_be16(resp, mad::offset::kAttrOffset) : 0;
     if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {
         // Not something we understand: relay it untouched, cache nothing.
-        ++counters_.malformed_dropped;
+        ++counters_.pr_relayed_unparsed;
         for (const auto& w : waiters)
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
         return;
