@@ -10,6 +10,7 @@
 //                         through the real miss path: request -> upstream -> master answer;
 //                         small chunks and mmapped blocks both counted).
 // --paths=N sets the cache size (default 100000). Counters are printed with the results.
+#include "daemon/cache_dump.hpp"
 #include "engine/local_sa.hpp"
 #include "fake_transport.hpp"
 #include "ib/response.hpp"
@@ -207,6 +208,25 @@ void BM_CacheMemory(benchmark::State& state) {
     state.counters["sizeof_answer"] = sizeof(cache::PathAnswer);
 }
 
+// `localsactl dump` of a full cache: how long it holds the thread that serves MADs.
+void BM_DumpCache(benchmark::State& state) {
+    cache::PathCache cache(g_paths + 16);
+    for (std::size_t i = 0; i < g_paths; ++i) {
+        const auto req = test::path_request(i + 1, dguid(i));
+        const auto key = cache::PathQueryKey::from_request(
+            req[3], mad::load_be64(req, 48), mad::Bytes{req}.subspan(mad::kSaHeaderSize));
+        cache::PathAnswer a;
+        a.records.assign(req.begin() + 56, req.begin() + 120);
+        a.refresh_at = a.expires = cache::Clock::now() + std::chrono::hours{1};
+        cache.store(key, a);
+    }
+    std::size_t bytes = 0;
+    for (auto _ : state)
+        bytes = dump_cache(cache).dump().size();
+    state.counters["paths"] = static_cast<double>(g_paths);
+    state.counters["json_bytes"] = static_cast<double>(bytes);
+}
+
 } // namespace
 
 BENCHMARK(BM_PathRecordGetWarm);
@@ -214,6 +234,7 @@ BENCHMARK(BM_PathRecordGetWarmSpread);
 BENCHMARK(BM_KeyAndFind);
 BENCHMARK(BM_Encode);
 BENCHMARK(BM_CacheMemory)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DumpCache)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     // Our own flag first; the rest is Google Benchmark's.

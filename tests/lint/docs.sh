@@ -31,8 +31,11 @@ if ! err=$("$bin/localsad" --config "$example" --check-config 2>&1 >/dev/null); 
     missing=1
 fi
 uncommented=$(sed -n 's/^# \([a-z-]*\) = .*/\1/p' "$example")
+# The help is read once: grep -q leaves early, and a writer still writing then dies of SIGPIPE,
+# which pipefail would report as an unknown option.
+help=$("$bin/localsad" --help)
 for o in $uncommented; do
-    "$bin/localsad" --help | grep -q -- "--$o" || { echo "docs: $example names --$o, unknown" >&2; missing=1; }
+    grep -q -- "--$o" <<<"$help" || { echo "docs: $example names --$o, unknown" >&2; missing=1; }
 done
 ((missing == 0)) || exit 1
 echo "docs: every option of localsad and localsactl and $(wc -w <<<"$counters") counters documented"

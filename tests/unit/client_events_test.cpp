@@ -73,6 +73,7 @@ struct Node {
                                  coherence::CoherenceConfig c;
                                  c.preload = false;
                                  c.subscription_check = 0ms;
+                                 c.spread = 0ms;
                                  return c;
                              }()};
 
@@ -319,6 +320,7 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
         node.transport.take();
         node.coh.resync("test");
+        node.io.run_for(2ms); // the resync's queries (spread window 0)
         std::vector<std::uint8_t> renewal;
         for (const auto& s : node.transport.take())
             if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo &&
@@ -337,6 +339,7 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
         node.transport.take();
         node.coh.resync("test");
+        node.io.run_for(2ms); // the resync's queries (spread window 0)
         int traps128 = 0;
         for (const auto& s : node.transport.take())
             if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo &&
@@ -413,6 +416,7 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 0ms;
+    cc.spread = 0ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start(); // trap 64 goes out, the other five overflow (tried again later)
     for (const auto& s : transport.take())
@@ -424,6 +428,7 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     CHECK(up[0].to.lid == kSmLid);
     const auto overflow = sa.counters().upstream_overflow;
     coh.resync("test");
+    io.run_for(2ms); // the resync's queries (spread window 0)
     const auto sent = transport.take();
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].to.qpn == kClientQpn);
@@ -445,6 +450,7 @@ TEST_CASE("events: a client that left while its Set waited for the master still 
     CHECK(status_of(only(node.set(off, 0xb1)).bytes) == 0);
     // The master changes before it answered: the Set in flight is forgotten with it.
     node.coh.resync("test");
+    node.io.run_for(2ms); // the resync's queries (spread window 0)
     node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
     std::vector<SentMad> to_client;
     int released = 0;

@@ -93,3 +93,8 @@ TEST_CASE("options: --check-config prints the settings in effect as a config fil
     CHECK(again.options->coherence.preload == direct.options->coherence.preload);
     CHECK_FALSE(again.options->coherence.preload);
 }
+
+TEST_CASE("options: --path-ttl-s 0 is refused (it is also the preload period)", "[options]") {
+    CHECK_THROWS_WITH(parse({"--path-ttl-s", "0"}),
+                      Catch::Contains("--path-ttl-s must be between 1 and 86400"));
+}

@@ -141,6 +141,7 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
@@ -194,6 +195,7 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
     cc.port_poll = 5ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
@@ -233,6 +235,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
     cc.subscription_check = 10ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
@@ -270,7 +273,8 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
         CHECK(sa.counters().subscriptions_lost == 1);
         CHECK(sa.counters().resyncs == 1);
         CHECK(sa.cache().size() == 0);
-        // ClassPortInfo again and the six subscriptions.
+        // ClassPortInfo again and the six subscriptions (after the spread window's delay).
+        io.run_for(5ms);
         CHECK(transport.take().size() == 1 + std::size(coherence::kSubscribedTraps));
     }
     SECTION("only one held: re-subscribe too") {
@@ -285,6 +289,7 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
     cc.subscription_check = 10ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
@@ -304,6 +309,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
     transport.state.pkeys = {0xffff, 0x8001};
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
@@ -322,7 +328,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
             sa.dispatch(from_lid(kSmLid, answer.pack()));
         }
     }
-    CHECK(asked == std::vector<std::uint16_t>{0xffff, 0x8001});
+    CHECK(asked == std::vector<std::uint16_t>{0x8001, 0xffff});
     CHECK(sa.counters().preload_transactions == 2);
 }
 
@@ -338,6 +344,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     lc.upstream.retries = 0;
     LocalSa sa(io.get_executor(), transport, lc);
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
     cc.preload = false;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
@@ -372,6 +379,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
     coherence::CoherenceConfig cc;
+    cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
     cc.subscription_check = 10ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
@@ -381,6 +389,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     auto check = transport.take();
     REQUIRE(check.size() == 1);
     coh.resync("test");
+    io.run_for(5ms);
     auto again = transport.take(); // ClassPortInfo and the six subscriptions
     REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     for (std::size_t i = 1; i < again.size(); ++i)
@@ -394,4 +403,31 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     for (const auto& s : transport.take())
         checked |= mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord;
     CHECK(checked);
+}
+
+TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence][cache]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 10ms;
+    LocalSa sa(io.get_executor(), transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    cc.refresh_rate = 2;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    for (std::uint64_t i = 0; i < 30; ++i) { // 30 answers, all due for refresh at once
+        sa.dispatch(from_lid(kOwnLid, path_request(i + 1, 0x100005 + i)));
+        for (const auto& up : transport.take())
+            if (up.to.lid == kSmLid)
+                sa.dispatch(from_lid(kSmLid, master_path_answer(up.bytes, 8)));
+    }
+    REQUIRE(sa.cache().size() == 30);
+    const auto before = sa.counters().refreshes;
+    io.run_for(1500ms);
+    const auto refreshed = sa.counters().refreshes - before;
+    CHECK(refreshed >= 2);
+    CHECK(refreshed <= 4); // 2 a second (+1 for the slices' rounding), not 10
 }

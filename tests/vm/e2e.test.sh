@@ -45,7 +45,8 @@ cd /tmp
 
 section() { echo "--- $* (guest time ${SECONDS} s)"; }
 start_localsad() {
-    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" >>/tmp/localsad.log 2>&1 &
+    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --spread-ms 1000 \
+        >>/tmp/localsad.log 2>&1 &
     DAEMON=$!
 }
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT

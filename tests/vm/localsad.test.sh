@@ -20,7 +20,7 @@ CTL=/tmp/localsad.sock
 cd /tmp
 # Port poll every 100 ms: OpenSM's next sweep gives the port its old LID back after a
 # Baselid, sometimes within a second, and the LID change must be seen before that.
-"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --port-poll-ms 100 \
+"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --port-poll-ms 100 --spread-ms 1000 \
     >/tmp/localsad.log 2>&1 &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT

@@ -30,7 +30,7 @@ SECS=${LOCALSA_LOSS_SECONDS:-15}
 CTL=/tmp/localsad.sock
 cd /tmp
 echo 0 >/tmp/drop-rate
-"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --negative-ttl-ms 0 \
+"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --negative-ttl-ms 0 --spread-ms 1000 \
     >/tmp/localsad.log 2>&1 &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT

@@ -1,12 +1,14 @@
-// The daemon's control socket (the protocol: control/client.hpp). Only root or the daemon's own
-// user may connect.
+// The daemon's control socket (the protocol and its limits: control/protocol.hpp). Only root or
+// the daemon's own user may connect.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 
 namespace localsa::control {
@@ -23,12 +25,20 @@ public:
 
     const std::string& path() const { return path_; }
 
+    // What the server and its sessions share (sessions may outlive the server).
+    struct Sessions {
+        std::size_t open = 0;
+        std::function<void()> on_closed;
+    };
+
 private:
     void accept();
 
     std::string path_;
     CommandHandler handler_;
     boost::asio::local::stream_protocol::acceptor acceptor_;
+    std::shared_ptr<Sessions> sessions_;
+    bool accept_paused_ = false; // kMaxSessions open: clients wait in the listen backlog
 };
 
 } // namespace localsa::control

@@ -1,5 +1,6 @@
 // localsad: the local SA daemon for one HCA port.
 #include "control/client.hpp"
+#include "daemon/cache_dump.hpp"
 #include "daemon/control_server.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/metrics_server.hpp"
@@ -36,39 +37,6 @@ namespace {
 // Exit status when a subnet manager runs on the port: the unit does not restart on it
 // (RestartPreventExitStatus), restarting would not help.
 constexpr int kExitPortHasSm = 3;
-
-nlohmann::json dump_cache(const cache::PathCache& cache) {
-    nlohmann::json entries = nlohmann::json::array();
-    const auto now = cache::Clock::now();
-    cache.for_each([&](const cache::PathQueryKey& key, const cache::PathAnswer& answer) {
-        nlohmann::json records = nlohmann::json::array();
-        for (std::size_t off = 0; off + sa::PathRecord::kSize <= answer.records.size();
-             off += sa::PathRecord::kSize) {
-            const auto pr = sa::PathRecord::unpack(
-                mad::Bytes{answer.records}.subspan(off, sa::PathRecord::kSize));
-            records.push_back({{"sgid", pr.sgid.str()},
-                               {"dgid", pr.dgid.str()},
-                               {"slid", pr.slid},
-                               {"dlid", pr.dlid},
-                               {"sl", pr.sl},
-                               {"mtu", pr.mtu},
-                               {"rate", pr.rate},
-                               {"pkt_life", pr.packet_life},
-                               {"pkey", pr.pkey}});
-        }
-        char mask[24];
-        std::snprintf(mask, sizeof mask, "0x%016llx",
-                      static_cast<unsigned long long>(key.comp_mask));
-        entries.push_back(
-            {{"method", mad::method_name(key.method)},
-             {"comp_mask", mask},
-             {"status", mad::status_name(answer.status)},
-             {"expires_in_ms",
-              std::chrono::duration_cast<std::chrono::milliseconds>(answer.expires - now).count()},
-             {"records", records}});
-    });
-    return entries;
-}
 
 // True when stderr is the journal's stream (systemd sets JOURNAL_STREAM to its device:inode).
 bool stderr_is_journal() {
@@ -187,6 +155,7 @@ int main(int argc, char** argv) {
             if (cmd == "flush") {
                 const auto n = local_sa->cache().size();
                 local_sa->cache().clear();
+                local_sa->preload().clear(); // its paths would otherwise be served again
                 spdlog::info("cache flushed on request ({} entries)", n);
                 return nlohmann::json{{"flushed", n}};
             }

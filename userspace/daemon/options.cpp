@@ -87,6 +87,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long max_staleness_s = duration_cast<seconds>(d.path_record.max_staleness).count();
     long refresh_rate = dc.refresh_rate, port_poll_ms = dc.port_poll.count();
     long subscription_check_s = duration_cast<seconds>(dc.subscription_check).count();
+    long idle_window_s = duration_cast<seconds>(dc.idle_window).count();
+    long spread_ms = dc.spread.count();
+    long master_rate = d.upstream.background_rate, master_burst = d.upstream.background_burst;
+    long requester_deadline_ms = d.path_record.requester_deadline.count();
     bool no_subscribe = false, no_preload = false;
 
     po::options_description general("General");
@@ -135,6 +139,19 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "seconds an answer is still served after its refresh failed (master unreachable)")(
         "refresh-rate", po::value(&refresh_rate)->default_value(refresh_rate),
         "refresh queries to the master per second at most")(
+        "idle-window-s", po::value(&idle_window_s)->default_value(idle_window_s),
+        "an answer unused for this long is dropped instead of refreshed (0: unused since its "
+        "last refresh)")(
+        "master-rate", po::value(&master_rate)->default_value(master_rate),
+        "background queries (refresh, preload, subscriptions) to the master per second at most")(
+        "master-burst", po::value(&master_burst)->default_value(master_burst),
+        "background queries to the master at once at most (token bucket size)")(
+        "requester-deadline-ms",
+        po::value(&requester_deadline_ms)->default_value(requester_deadline_ms),
+        "how long a requester waits for a miss (the kernel's sa_redirect_timeout_ms): a "
+        "query to the master is not sent or tried again after that")(
+        "spread-ms", po::value(&spread_ms)->default_value(spread_ms),
+        "preload at start and a resync's queries wait a random delay up to this long")(
         "port-poll-ms", po::value(&port_poll_ms)->default_value(port_poll_ms),
         "how often the port's LID, SM LID, state and PKeys are read")(
         "subscription-check-s",
@@ -143,7 +160,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "no-subscribe", po::bool_switch(&no_subscribe),
         "do not subscribe to the master's events (rely on refresh alone)")(
         "no-preload", po::bool_switch(&no_preload),
-        "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)");
+        "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)")(
+        "sim-preload", po::bool_switch(&o.sim_preload),
+        "preload under ibsim too (tests: only fabrics whose tables fit one MAD)");
 
     po::options_description visible;
     visible.add(general).add(tuning);
@@ -188,12 +207,18 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("max-queued", max_queued, 0L, 1'000'000L);
     require_range("cache-max-entries", cache_max_entries, 0L, 100'000'000L);
     require_range("max-client-subscriptions", max_client_subscriptions, 0L, 65'536L);
-    require_range("path-ttl-s", path_ttl_s, 0L, 86'400L);
+    // Also the preload period: 0 would send the GetTables back to back.
+    require_range("path-ttl-s", path_ttl_s, 1L, 86'400L);
     require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);
     require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
     require_range("subscription-check-s", subscription_check_s, 0L, 86'400L);
+    require_range("idle-window-s", idle_window_s, 0L, 86'400L);
+    require_range("master-rate", master_rate, 1L, 100'000L);
+    require_range("master-burst", master_burst, 1L, 100'000L);
+    require_range("requester-deadline-ms", requester_deadline_ms, 10L, 600'000L);
+    require_range("spread-ms", spread_ms, 0L, 3'600'000L);
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");
@@ -217,14 +242,19 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     c.path_record.positive_ttl = std::chrono::seconds{path_ttl_s};
     c.path_record.negative_ttl = std::chrono::milliseconds{negative_ttl_ms};
     c.path_record.max_staleness = std::chrono::seconds{max_staleness_s};
+    c.path_record.requester_deadline = std::chrono::milliseconds{requester_deadline_ms};
+    c.upstream.background_rate = static_cast<unsigned>(master_rate);
+    c.upstream.background_burst = static_cast<unsigned>(master_burst);
+    o.coherence.idle_window = std::chrono::seconds{idle_window_s};
+    o.coherence.spread = std::chrono::milliseconds{spread_ms};
+    o.coherence.try_timeout = std::chrono::milliseconds{timeout_ms};
     o.coherence.subscribe = !no_subscribe;
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
     o.coherence.subscription_check = std::chrono::seconds{subscription_check_s};
     c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
     // umad2sim cuts every multi-MAD answer to one MAD: a preload there would be a partial table.
-    o.coherence.preload = !no_preload && !c.answer_sminfo;
-    o.coherence.preload_period = std::chrono::seconds{path_ttl_s};
+    o.coherence.preload = !no_preload && (!c.answer_sminfo || o.sim_preload);
     o.coherence.preload_validity = std::chrono::seconds{path_ttl_s + max_staleness_s};
     if (vm.count("check-config")) {
         result.text = effective_configuration(all, vm);

@@ -17,6 +17,7 @@ struct DaemonOptions {
     std::string config_file;
     std::string log_level = "info";
     bool foreground = false;
+    bool sim_preload = false; // preload under ibsim too (tests)
     // ibsim only: claim IsSM and answer SMInfo ("auto": when running under umad2sim).
     std::string sim = "auto";
     // After opening the devices: switch to this user (empty: stay, capabilities dropped anyway).

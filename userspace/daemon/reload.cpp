@@ -46,10 +46,17 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     sa_changed |= note(a, "path-ttl-s (ms)", op.positive_ttl, np.positive_ttl);
     sa_changed |= note(a, "negative-ttl-ms", op.negative_ttl, np.negative_ttl);
     sa_changed |= note(a, "max-staleness-s (ms)", op.max_staleness, np.max_staleness);
+    sa_changed |= note(a, "master-rate", ou.background_rate, nu.background_rate);
+    sa_changed |= note(a, "master-burst", ou.background_burst, nu.background_burst);
+    sa_changed |= note(a, "requester-deadline-ms", op.requester_deadline, np.requester_deadline);
     coherence_changed |= note(a, "refresh-rate", oc.refresh_rate, nc.refresh_rate);
     coherence_changed |= note(a, "port-poll-ms", oc.port_poll, nc.port_poll);
+    coherence_changed |= note(a, "idle-window-s (ms)", oc.idle_window, nc.idle_window);
+    coherence_changed |= note(a, "spread-ms", oc.spread, nc.spread);
     coherence_changed |=
-        oc.preload_period != nc.preload_period || oc.preload_validity != nc.preload_validity;
+        note(a, "subscription-check-s (ms)", oc.subscription_check, nc.subscription_check);
+    coherence_changed |=
+        oc.preload_validity != nc.preload_validity || oc.try_timeout != nc.try_timeout;
     if (note(a, "log-level", running.log_level, fresh.log_level)) {
         spdlog::set_level(spdlog::level::from_str(fresh.log_level));
         running.log_level = fresh.log_level;
@@ -62,8 +69,11 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     if (coherence_changed) {
         running.coherence.refresh_rate = nc.refresh_rate;
         running.coherence.port_poll = nc.port_poll;
-        running.coherence.preload_period = nc.preload_period;
+        running.coherence.subscription_check = nc.subscription_check;
         running.coherence.preload_validity = nc.preload_validity;
+        running.coherence.idle_window = nc.idle_window;
+        running.coherence.spread = nc.spread;
+        running.coherence.try_timeout = nc.try_timeout;
         coherence.reconfigure(running.coherence);
     }
 
@@ -81,6 +91,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
          fresh.local_sa.max_client_subscriptions);
     note(r, "no-subscribe", !oc.subscribe, !nc.subscribe);
     note(r, "no-preload", !oc.preload, !nc.preload);
+    note(r, "sim-preload", running.sim_preload, fresh.sim_preload);
     return out;
 }
 

@@ -16,12 +16,15 @@ namespace localsa {
     X(pr_coalesced)                                                                                \
     X(pr_forwarded)                                                                                \
     X(pr_errors_local)                                                                             \
+    X(pr_waiters_overflow)                                                                         \
+    X(pr_relayed_unparsed)                                                                         \
     X(upstream_requests)                                                                           \
     X(upstream_responses)                                                                          \
     X(upstream_timeouts)                                                                           \
     X(upstream_retries)                                                                            \
     X(upstream_busy)                                                                               \
     X(upstream_overflow)                                                                           \
+    X(upstream_expired)                                                                            \
     X(upstream_late_responses)                                                                     \
     X(upstream_wrong_source)                                                                       \
     X(proxied_requests)                                                                            \
@@ -32,7 +35,7 @@ namespace localsa {
     X(stray_responses)                                                                             \
     X(stray_rmpp)                                                                                  \
     X(foreign_requests)                                                                            \
-    X(foreign_refused)                                                                             \
+    X(foreign_reports)                                                                             \
     X(inform_denied)                                                                               \
     X(client_subscribed)                                                                           \
     X(client_unsubscribed)                                                                         \
@@ -41,6 +44,7 @@ namespace localsa {
     X(report_retries)                                                                              \
     X(reports_undelivered)                                                                         \
     X(send_errors)                                                                                 \
+    X(send_timeouts)                                                                               \
     X(cpi_answered)                                                                                \
     X(sminfo_answered)                                                                             \
     X(reports_received)                                                                            \

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 
 namespace localsa {
 
@@ -69,8 +70,12 @@ void LocalSa::reply(const transport::InboundMad& to, const std::vector<std::uint
 
 void LocalSa::dispatch(const transport::InboundMad& in) {
     if (in.status != 0) {
-        // One of our sends came back failed; the upstream timers deal with the query.
-        ++counters_.send_errors;
+        // One of our sends came back: unanswered within its timeout (ETIMEDOUT; the query's
+        // fate is the upstream timers' to count) or failed. The upstream timers deal with it.
+        if (in.status == ETIMEDOUT)
+            ++counters_.send_timeouts;
+        else
+            ++counters_.send_errors;
         return;
     }
     if (in.bytes.size() < kMadHeaderSize)
@@ -127,8 +132,10 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
 void LocalSa::dispatch_request(const transport::InboundMad& in) {
     const auto m = in.bytes[mad::offset::kMethod];
     if (const char* why = foreign_reason(in)) {
-        ++counters_.foreign_requests;
-        ++counters_.foreign_refused;
+        if (m == method::kReport)
+            ++counters_.foreign_reports;
+        else
+            ++counters_.foreign_requests;
         spdlog::debug("{} {} from LID {} refused: {}", method_name(m),
                       attr_name(load_be16(in.bytes, mad::offset::kAttrId)), in.from.lid, why);
         return;
@@ -148,7 +155,12 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
     }
     if (m == method::kReport)
         return handle_report(in);
-    switch (load_be16(in.bytes, mad::offset::kAttrId)) {
+    const auto attr_id = load_be16(in.bytes, mad::offset::kAttrId);
+    // A non-zero SM_Key is the master's to judge; OpenSM silently drops a wrong one, so nothing
+    // is answered here for it (ClassPortInfo, InformInfo; PathRecord checks it itself).
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0 && attr_id != attr::kPathRecord)
+        return proxy_.forward(in);
+    switch (attr_id) {
     case attr::kPathRecord:
         return path_records_.handle(in);
     case attr::kClassPortInfo:
@@ -214,6 +226,7 @@ coherence::Parts LocalSa::coherence_parts() {
 nlohmann::json LocalSa::stats() const {
     nlohmann::json j = counters_;
     j["cache_entries"] = cache_.size();
+    j["cache_idle_expired"] = cache_.idle_expired();
     j["preloaded_paths"] = preload_.size();
     j["pr_pending"] = path_records_.pending();
     j["upstream_outstanding"] = upstream_.outstanding();

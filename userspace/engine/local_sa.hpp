@@ -76,7 +76,7 @@ private:
     void dispatch_request(const transport::InboundMad& request);
     void dispatch_smp(const transport::InboundMad& mad);
     void handle_report(const transport::InboundMad& mad);
-    // Why a request must not be served at all (nullptr: it may), see foreign_refused.
+    // Why a request must not be served at all (nullptr: it may), see foreign_requests.
     const char* foreign_reason(const transport::InboundMad& mad) const;
     void drop(const transport::InboundMad& mad, const char* why);
     void reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes);

@@ -30,7 +30,9 @@ inline constexpr std::size_t kCompMask = 48;   // SA header
 inline constexpr std::uint8_t kBaseVersion = 1;
 inline constexpr std::uint8_t kSaClassVersion = 2;
 inline constexpr std::uint8_t kSmpClassVersion = 1;
-inline constexpr std::uint32_t kQp1Qkey = 0x80000000;
+// The well-known Q_Key of QP1 (GSI), also the one the SA's Reports and answers to a client's UD
+// QP carry.
+inline constexpr std::uint32_t kQp1Qkey = 0x80010000;
 
 namespace mgmt_class {
 inline constexpr std::uint8_t kSubnLid = 0x01;

@@ -21,11 +21,17 @@ std::uint8_t response_method(std::uint8_t request_method) {
 
 namespace {
 
-std::size_t records_response_size(Bytes records) {
+// A GetTable answer is an RMPP payload of exactly the SA header and its records, as OpenSM
+// sends it (56 + n x 64 bytes): padded to a whole MAD, the requester's RMPP layer would deliver
+// the padding as all-zero records. Any other answer is one 256-byte MAD.
+std::size_t records_response_size(Bytes request, Bytes records) {
+    if (request.size() > 3 && request[3] == method::kGetTable)
+        return kSaHeaderSize + records.size();
     return std::max(kMadSize, kSaHeaderSize + records.size());
 }
 
-// Writes every byte of `out` (records_response_size(records) bytes): no zeroing beforehand.
+// Writes every byte of `out` (records_response_size(request, records) bytes): no zeroing
+// beforehand.
 void encode_records_response(MutableBytes out, Bytes request, std::size_t record_size,
                              Bytes records) {
     const auto header = std::min(request.size(), kSaHeaderSize);
@@ -48,13 +54,13 @@ void encode_records_response(MutableBytes out, Bytes request, std::size_t record
 
 void make_records_response(std::vector<std::uint8_t>& out, Bytes request, std::size_t record_size,
                            Bytes records) {
-    out.resize(records_response_size(records));
+    out.resize(records_response_size(request, records));
     encode_records_response(out, request, record_size, records);
 }
 
 std::vector<std::uint8_t> make_records_response(Bytes request, std::size_t record_size,
                                                 Bytes records) {
-    std::vector<std::uint8_t> out(records_response_size(records));
+    std::vector<std::uint8_t> out(records_response_size(request, records));
     encode_records_response(out, request, record_size, records);
     return out;
 }

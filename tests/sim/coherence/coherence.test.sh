@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sim tier: localsad follows the master. A host's link is removed in ibsim (Unlink): OpenSM
 # sweeps and sends trap 65, localsad must stop serving paths to it; ReLink brings trap 64 and the
-# paths back. Cached answers are refreshed on schedule; a stalled master leaves hits served and
+# paths back. Used answers are refreshed on schedule; a stalled master leaves hits served and
 # misses failing cleanly, and cached answers stop being served once refresh time + max staleness
 # have passed. An OpenSM restart on the same LID (its subscriptions gone, nothing the port poll
 # could see) is noticed by the subscription check: localsad resyncs and subscribes again.
@@ -14,7 +14,7 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 . "$(dirname "$0")/../lib/localsad-fabric.sh"
 start_fabric coherence
 start_localsad --path-ttl-s 3 --max-staleness-s 10 --upstream-timeout-ms 100 \
-    --subscription-check-s 1
+    --subscription-check-s 1 --spread-ms 500
 
 status_of() { q "$@" 2>/dev/null | sed -n 's/^status=//p'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -82,8 +82,14 @@ check "Reports counted ($(stats_of reports_received))" test "$(stats_of reports_
 check "nothing stale was served" test "$(stats_of stale_served)" -eq 0
 
 # --- refresh -------------------------------------------------------------------------------
-sleep 4
-check "cached answers are refreshed on schedule ($(stats_of refreshes) refreshes)" \
+# Refresh follows use: both paths are used for 4 s (more than one TTL), so both are refreshed.
+t0=$(now_ms)
+while (($(now_ms) - t0 < 4000)); do
+    status_of pr --sgid "$OWN_GID" --dgid "$G3" --lid "$OWN_LID" >/dev/null
+    status_of pr --sgid "$OWN_GID" --dgid "$G5" --lid "$OWN_LID" >/dev/null
+    sleep 0.3
+done
+check "used answers are refreshed on schedule ($(stats_of refreshes) refreshes)" \
     test "$(stats_of refreshes)" -ge 1
 check "refresh keeps them cached" test "$(stats_of cache_entries)" -ge 2
 

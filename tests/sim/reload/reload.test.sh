@@ -38,12 +38,13 @@ foreign
 eq "at log level info no debug line" 0 "$(debug_lines)"
 
 # A good reload: log level and negative TTL change, the cache stays.
-printf 'log-level = debug\nnegative-ttl-ms = 0\nport-poll-ms = 200\ncache-max-entries = 5\n' >"$CONF"
+printf 'log-level = debug\nnegative-ttl-ms = 0\nport-poll-ms = 200\ncache-max-entries = 5\nsubscription-check-s = 30\n' >"$CONF"
 kill -HUP "$DAEMON_PID"
 reloaded() { grep -q "configuration $CONF reloaded" "$WORK/localsad.log"; }
 for _ in $(seq 30); do reloaded && break; sleep 0.1; done
 check "SIGHUP: reloaded" reloaded
 check "... the log names what changed" grep -q 'SIGHUP: negative-ttl-ms: 600000 -> 0' "$WORK/localsad.log"
+check "... subscription-check-s applied, not ignored" grep -q 'SIGHUP: subscription-check-s (ms): 60000 -> 30000' "$WORK/localsad.log"
 check "... and what needs a restart (cache-max-entries)" \
     grep -q 'SIGHUP: cache-max-entries: 1000000 -> 5 changed but applies only at start' "$WORK/localsad.log"
 check "localsad survived SIGHUP" kill -0 "$DAEMON_PID"
@@ -72,6 +73,12 @@ check "a bad configuration is logged clearly" failed_reload
 check "... naming the option" grep -q "not reloaded.*upstream-retries" "$WORK/localsad.log"
 check "localsad survived the bad reload" kill -0 "$DAEMON_PID"
 eq "... and kept its cache" 6 "$(stats_of cache_entries)"
+# What a unit's ExecReload runs first: --check-config with the same arguments, status 2.
+"$BIN/localsad" --config "$CONF" --check-config >/dev/null 2>&1
+eq "--check-config refuses the bad file with status 2" 2 "$?"
+printf 'path-ttl-s = 0\n' >"$CONF"
+"$BIN/localsad" --config "$CONF" --check-config >/dev/null 2>&1
+eq "... and path-ttl-s 0 (the preload period) with status 2" 2 "$?"
 printf 'upstream-retries = 99\n' >"$CONF"
 kill -HUP "$DAEMON_PID"
 range_error() { grep -q "not reloaded.*--upstream-retries must be between 0 and 10" "$WORK/localsad.log"; }

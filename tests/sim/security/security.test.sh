@@ -71,7 +71,7 @@ check "... but holds the path to H2" dump_has_path_to "$H2"
 # localsad's port (H1) for the requester and answer for H1's PKeys: H3 would learn H1's path to
 # H2, H4 would be told there is no path to H3. So localsad refuses them (no answer; a kernel's
 # sa_redirect then falls back to the master).
-hits0=$(stats_of pr_cache_hits) fwd0=$(stats_of pr_forwarded) foreign0=$(stats_of foreign_refused)
+hits0=$(stats_of pr_cache_hits) fwd0=$(stats_of pr_forwarded) foreign0=$(stats_of foreign_requests)
 prox0=$(stats_of proxied_requests)
 sa0=$("$FABRIC" sa-count --dir "$WORK/fabric")
 m=$(answer H3 pr --sgid "$H1" --dgid "$H2" --lid "$SM_LID")
@@ -87,7 +87,7 @@ eq "H2 (shares 0x8001 with H1) asks localsad: no answer either" "" "$l"
 lid_hex=$(printf '%04x' "${LIDS[4]}")
 l=$(qn H3 sa --attr 0x11 --comp-mask 0x1 --data "$lid_hex" --lid "$OWN_LID" | sed -n 's/^status=//p')
 eq "H3 asks localsad for a NodeRecord: no answer" "" "$l"
-eq "the four foreign requests were refused and counted" "$((foreign0 + 4))" "$(stats_of foreign_refused)"
+eq "the four foreign requests were refused and counted" "$((foreign0 + 4))" "$(stats_of foreign_requests)"
 eq "... none served from the cache" "$hits0" "$(stats_of pr_cache_hits)"
 eq "... none relayed" "$fwd0 $prox0" "$(stats_of pr_forwarded) $(stats_of proxied_requests)"
 eq "... the master saw only the two direct queries" "$((sa0 + 2))" "$("$FABRIC" sa-count --dir "$WORK/fabric")"

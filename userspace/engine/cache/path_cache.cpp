@@ -13,6 +13,14 @@ constexpr std::uint16_t kFree = 0x7fff;      // an entry on the free list
 constexpr std::uint16_t kOutOfLine = 0x8000; // shape bit: the block holds the key, not a record
 constexpr std::uint16_t kMaxShapes = 0x7ffe;
 constexpr std::size_t kInlineDiffs = 4; // (offset, xor) byte pairs that fit the aux word
+// Top bit of refresh_lead_ms: a requester used the answer since it was stored (or refreshed).
+constexpr std::uint32_t kUsedSinceStore = 0x80000000u;
+
+// Milliseconds of the steady clock, modulo 2^32: an age up to 49 days is their difference.
+std::uint32_t ms32(Clock::time_point t) {
+    return static_cast<std::uint32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
 
 std::uint64_t load64(const std::uint8_t* p) {
     std::uint64_t w;
@@ -64,9 +72,10 @@ struct PathCache::Entry {
     // key (xor 0: unused). Out of line: the records' heap block (0: none). Free: next free + 1.
     std::uint64_t aux = 0;
     Clock::rep expires = 0;
-    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this
+    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this; | kUsedSinceStore
     std::uint32_t stamp = 0;
-    std::uint16_t shape = kFree; // shape id, | kOutOfLine
+    std::uint32_t last_used_ms = 0; // ms32() of the last find() (or store with used_at)
+    std::uint16_t shape = kFree;    // shape id, | kOutOfLine
     std::uint16_t status = 0;
 };
 
@@ -270,7 +279,7 @@ CachedAnswer PathCache::view_of(const Entry& e) const {
     a.status = e.status;
     a.records = (e.shape & kOutOfLine) ? records_of_block(e.aux) : mad::Bytes{e.block};
     a.expires = Clock::time_point{Clock::duration{e.expires}};
-    a.refresh_at = a.expires - std::chrono::milliseconds{e.refresh_lead_ms};
+    a.refresh_at = a.expires - std::chrono::milliseconds{e.refresh_lead_ms & ~kUsedSinceStore};
     return a;
 }
 
@@ -296,13 +305,42 @@ std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, std::uint64
     if (index_[i].entry == 0)
         return std::nullopt;
     const auto n = index_[i].entry - 1;
-    const auto& e = entry(n);
+    auto& e = entry(n);
     if (e.expires <= now.time_since_epoch().count()) {
         erase_slot(i);
         erase_entry(n);
         return std::nullopt;
     }
+    e.last_used_ms = ms32(now);
+    e.refresh_lead_ms |= kUsedSinceStore;
     return view_of(e);
+}
+
+std::optional<CachedAnswer> PathCache::peek(const PathQueryKey& key) const {
+    if (size_ == 0)
+        return std::nullopt;
+    const auto shape = shape_of(key.method, key.comp_mask);
+    if (!shape)
+        return std::nullopt;
+    const auto i = probe(key, hash_key(key.method, key.comp_mask, key.masked.data()), *shape);
+    if (index_[i].entry == 0)
+        return std::nullopt;
+    return view_of(entry(index_[i].entry - 1));
+}
+
+bool PathCache::erase(const PathQueryKey& key) {
+    if (size_ == 0)
+        return false;
+    const auto shape = shape_of(key.method, key.comp_mask);
+    if (!shape)
+        return false;
+    const auto i = probe(key, hash_key(key.method, key.comp_mask, key.masked.data()), *shape);
+    if (index_[i].entry == 0)
+        return false;
+    const auto n = index_[i].entry - 1;
+    erase_slot(i);
+    erase_entry(n);
+    return true;
 }
 
 void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
@@ -316,7 +354,8 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         grow_index();
     auto i = probe(key, h, *shape);
     std::uint32_t n;
-    if (index_[i].entry != 0) {
+    const bool stored_again = index_[i].entry != 0;
+    if (stored_again) {
         // Stored again: the old answer goes, the entry and its index slot stay.
         n = index_[i].entry - 1;
         auto& e = entry(n);
@@ -327,10 +366,22 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         release_shape(e.shape & ~kOutOfLine);
     } else {
         if (size_ >= max_entries_) {
-            // Full: the next entry in storage order makes room (no LRU bookkeeping on hits).
-            while (entry(evict_cursor_ % high_water_).shape == kFree)
-                ++evict_cursor_;
-            erase_stored(static_cast<std::uint32_t>(evict_cursor_++ % high_water_));
+            // Full: of the next few entries in storage order, the one unused for longest makes
+            // room (idle answers go first; a hit only writes its entry's use time).
+            constexpr int kCandidates = 8;
+            const auto now_ms = ms32(answer.used_at.value_or(answer.refresh_at));
+            std::uint32_t victim = 0, oldest_age = 0;
+            for (int c = 0; c < kCandidates; ++c) {
+                while (entry(evict_cursor_ % high_water_).shape == kFree)
+                    ++evict_cursor_;
+                const auto n = static_cast<std::uint32_t>(evict_cursor_++ % high_water_);
+                const auto age = now_ms - entry(n).last_used_ms;
+                if (c == 0 || age > oldest_age) {
+                    victim = n;
+                    oldest_age = age;
+                }
+            }
+            erase_stored(victim);
             i = probe(key, h, *shape); // the shift may have moved the empty slot
         }
         n = allocate_entry();
@@ -347,8 +398,15 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
                              ? 0
                              : (lead + std::chrono::milliseconds{1} - Clock::duration{1}) /
                                    std::chrono::milliseconds{1};
-    e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0xffffffff));
+    const bool used_before = stored_again && (e.refresh_lead_ms & kUsedSinceStore);
+    e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0x7fffffff));
+    if (answer.used_at || (answer.keep_use && used_before))
+        e.refresh_lead_ms |= kUsedSinceStore;
     e.stamp = ++next_stamp_;
+    if (answer.used_at)
+        e.last_used_ms = ms32(*answer.used_at);
+    else if (!stored_again) // unused since its store: idle once the window has passed
+        e.last_used_ms = ms32(answer.refresh_at) - 0x7fffffffu;
 
     // Inline when there is one record and the key differs from its constrained bytes in at most
     // kInlineDiffs bytes (the master echoes what was asked, NumbPath aside).
@@ -385,29 +443,45 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         ++out_of_line_;
     }
 
-    if (answer.refresh_at < answer.expires)
-        refresh_queue_.emplace_back(n, e.stamp);
+    if (answer.refresh_at < answer.expires) {
+        refresh_queue_.push_back({answer.refresh_at.time_since_epoch().count(), n, e.stamp});
+        std::push_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
+    }
     // Bound the queue: stale items (erased or re-stored entries) are dropped when it doubles.
     if (refresh_queue_.size() > 2 * size_ + 1024) {
         std::erase_if(refresh_queue_, [this](const auto& item) {
-            const auto& q = entry(item.first);
-            return q.shape == kFree || q.stamp != item.second;
+            const auto& q = entry(item.entry);
+            return q.shape == kFree || q.stamp != item.stamp;
         });
+        std::make_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
     }
 }
 
-std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit) {
+std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit,
+                                                     Clock::duration idle_window) {
     std::vector<PathQueryKey> due;
+    const auto now_ms = ms32(now);
+    const auto window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_window);
     while (!refresh_queue_.empty() && due.size() < limit) {
-        const auto [n, stamp] = refresh_queue_.front();
-        const auto& e = entry(n);
-        if (e.shape == kFree || e.stamp != stamp) {
-            refresh_queue_.pop_front(); // erased or stored again since
+        const auto item = refresh_queue_.front();
+        const auto& e = entry(item.entry);
+        const bool current = e.shape != kFree && e.stamp == item.stamp;
+        if (current && item.at > now.time_since_epoch().count())
+            break;
+        std::pop_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
+        refresh_queue_.pop_back();
+        if (!current)
+            continue; // erased or stored again since
+        const bool idle =
+            window_ms.count() == 0
+                ? !(e.refresh_lead_ms & kUsedSinceStore)
+                : window_ms.count() < 0x7fffffff &&
+                      now_ms - e.last_used_ms >= static_cast<std::uint32_t>(window_ms.count());
+        if (idle) {
+            erase_stored(item.entry);
+            ++idle_expired_;
             continue;
         }
-        if (view_of(e).refresh_at > now)
-            break;
-        refresh_queue_.pop_front();
         due.push_back(key_of(e));
     }
     return due;

@@ -2,7 +2,7 @@
 // field the mask constrains (not only the DGID); the value is the master's answer to exactly that
 // question from this port: its status and its records.
 //
-// Stored compactly (96 B per entry + 10-20 B of index + 8 B of refresh queue per path, instead
+// Stored compactly (96 B per entry + 10-20 B of index + 16 B of refresh queue per path, instead
 // of ~330 B with std::unordered_map nodes and a std::vector per answer):
 // entries live in fixed-size chunks and never move; an open-addressing index (linear probing,
 // backward-shift deletion) maps a 32-bit hash tag to the entry's number. (method, component
@@ -56,6 +56,12 @@ struct PathAnswer {
     Clock::time_point refresh_at;
     // When the answer stops being served even if the master could not be asked again.
     Clock::time_point expires;
+    // store(): when a requester last used the answer. Unset: a new entry counts as unused
+    // since its store, an entry stored again keeps its last use (a refresh is no use).
+    std::optional<Clock::time_point> used_at;
+    // store() of an entry stored again without used_at: keep whether it was used since its last
+    // store (a failed refresh put back for a later try), instead of starting unused.
+    bool keep_use = false;
 
     std::size_t record_count() const { return records.size() / sa::PathRecord::kSize; }
     bool negative() const { return status != 0 || records.empty(); }
@@ -82,15 +88,20 @@ public:
     PathCache(const PathCache&) = delete;
     PathCache& operator=(const PathCache&) = delete;
 
-    // The answer, unless absent or expired (an expired entry is dropped).
+    // The answer, unless absent or expired (an expired entry is dropped). A find is a use: the
+    // answer is refreshed at its refresh time (see due_for_refresh).
     std::optional<CachedAnswer> find(const PathQueryKey& key, Clock::time_point now);
+    // The answer as it is stored, expired or not, without counting as a use.
+    std::optional<CachedAnswer> peek(const PathQueryKey& key) const;
+    // Removes one answer; true if it was there.
+    bool erase(const PathQueryKey& key);
     // Starts loading the index slot of `key` and returns the key's hash, for the find() below: a
     // caller with other work to do meanwhile hides part of a memory miss.
     std::uint64_t prefetch(const PathQueryKey& key) const;
     std::optional<CachedAnswer> find(const PathQueryKey& key, std::uint64_t hash,
                                      Clock::time_point now);
-    // Stores an answer; when full, an arbitrary entry makes room (bounded memory beats LRU
-    // bookkeeping on the hot path; refresh re-fetches what matters).
+    // Stores an answer; when full, the least recently used of a few entries in storage order
+    // makes room (idle answers go first; no LRU list on the hot path).
     void store(const PathQueryKey& key, const PathAnswer& answer);
     // Removes every entry `pred` selects; returns how many.
     std::size_t erase_if(const std::function<bool(const PathQueryKey&, const PathAnswer&)>& pred);
@@ -98,9 +109,17 @@ public:
     std::size_t size() const { return size_; }
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
 
-    // Keys whose refresh time has come, oldest first, at most `limit` of them. Each is handed out
-    // once per store(); a key stored again is scheduled again.
-    std::vector<PathQueryKey> due_for_refresh(Clock::time_point now, std::size_t limit);
+    // Keys whose refresh time has come and which a requester used within `idle_window` before
+    // `now` (a zero window: since the answer was stored or last refreshed), earliest refresh
+    // time first, at most `limit` of them. Each is handed out once per
+    // store(); a key stored again is scheduled again. A due answer not used within the window is
+    // dropped instead (counted in idle_expired()): refresh follows use, an idle cache costs the
+    // master nothing. Entries are ordered by their own refresh time, so one that is late (a
+    // refresh tried again later) never holds back the others.
+    std::vector<PathQueryKey> due_for_refresh(Clock::time_point now, std::size_t limit,
+                                              Clock::duration idle_window = Clock::duration::max());
+    // Answers dropped by due_for_refresh for lack of use, since construction.
+    std::uint64_t idle_expired() const { return idle_expired_; }
 
     // Introspection for tests and the benchmark.
     std::size_t index_capacity() const { return index_.size(); }
@@ -150,8 +169,15 @@ private:
     std::map<std::pair<std::uint8_t, std::uint64_t>, std::uint16_t> shape_ids_;
     std::vector<std::uint16_t> free_shapes_;
     mutable std::uint16_t last_shape_ = 0; // one-entry memo: requests mostly share one shape
-    // (entry number, stamp) in store order; entries erased or stored again since are skipped.
-    std::deque<std::pair<std::uint32_t, std::uint32_t>> refresh_queue_;
+    // A min-heap on the refresh time; items of entries erased or stored again since are skipped.
+    struct RefreshItem {
+        Clock::rep at;
+        std::uint32_t entry;
+        std::uint32_t stamp;
+        bool operator>(const RefreshItem& o) const { return at > o.at; }
+    };
+    std::vector<RefreshItem> refresh_queue_;
+    std::uint64_t idle_expired_ = 0;
 };
 
 // True when the key or any record of the answer names `gid` as source or destination.

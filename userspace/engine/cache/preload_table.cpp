@@ -17,9 +17,10 @@ void PreloadTable::index(Table& t) {
 }
 
 void PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records,
-                           Clock::time_point expires) {
+                           Clock::time_point expires, Clock::time_point fetched) {
     Table t;
     t.expires = expires;
+    t.fetched = fetched;
     for (std::size_t off = 0; off + sa::PathRecord::kSize <= records.size();
          off += sa::PathRecord::kSize) {
         Record r;
@@ -44,6 +45,24 @@ std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
     return n;
 }
 
+std::size_t PreloadTable::erase_lid(std::uint16_t lid) {
+    std::size_t n = 0;
+    for (auto& [pkey, t] : tables_) {
+        const auto before = t.records.size();
+        std::erase_if(t.records, [&](const Record& r) {
+            return mad::load_be16(r, 40) == lid || mad::load_be16(r, 42) == lid;
+        });
+        n += before - t.records.size();
+        index(t);
+    }
+    return n;
+}
+
+std::size_t PreloadTable::size_of(std::optional<std::uint16_t> pkey) const {
+    const auto it = tables_.find(pkey);
+    return it == tables_.end() ? 0 : it->second.records.size();
+}
+
 std::size_t PreloadTable::size() const {
     std::size_t n = 0;
     for (const auto& [pkey, t] : tables_)
@@ -52,12 +71,14 @@ std::size_t PreloadTable::size() const {
 }
 
 std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uint64_t mask,
-                                                        const sa::Gid& own,
-                                                        Clock::time_point now) const {
+                                                        const sa::Gid& own, Clock::time_point now,
+                                                        Clock::time_point* fetched) const {
     if (mask & ~kAnswerableMask)
         return std::nullopt;
     if (!(mask & (kDgid | kDlid)))
         return std::nullopt; // not one destination: a table question, for the master
+    if (!(mask & (kSgid | kSlid)))
+        return std::nullopt; // no source named: the master picks the sources
     if ((mask & kSgid) && std::memcmp(req.data() + 24, own.raw.data(), 16) != 0)
         return std::nullopt;
     if ((mask & kNumbPath) && (req[49] & 0x7f) == 0)
@@ -99,6 +120,8 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return true;
     };
 
+    if (fetched)
+        *fetched = t.fetched;
     std::optional<Record> found;
     auto consider = [&](std::size_t i) {
         if (!agrees(t.records[i]))

@@ -22,17 +22,26 @@ class PreloadTable {
 public:
     using Record = std::array<std::uint8_t, sa::PathRecord::kSize>;
 
-    // Replaces the table of one PKey (nullopt: the table asked without a PKey).
-    void replace(std::optional<std::uint16_t> pkey, mad::Bytes records, Clock::time_point expires);
+    // Replaces the table of one PKey (nullopt: the table asked without a PKey), fetched from
+    // the master at `fetched`.
+    void replace(std::optional<std::uint16_t> pkey, mad::Bytes records, Clock::time_point expires,
+                 Clock::time_point fetched = {});
     void clear() { tables_.clear(); }
     // Drops every record to or from `gid`; returns how many.
     std::size_t erase_gid(const sa::Gid& gid);
+    // Drops every record to or from `lid`; returns how many.
+    std::size_t erase_lid(std::uint16_t lid);
+    // Records of the table of `pkey`, if there is one (for the PKey sizing the next transfer).
+    std::size_t size_of(std::optional<std::uint16_t> pkey) const;
     std::size_t size() const;
 
     // The one record that answers SubnAdmGet(PathRecord) with this mask and record, asked by
-    // the port whose GID is `own`; nullopt when the table cannot answer with certainty.
+    // the port whose GID is `own`; nullopt when the table cannot answer with certainty. The Get
+    // must name its source (SGID or SLID): without one, which sources to take is the master's
+    // choice. `fetched`, if given, receives when the master sent the table.
     std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
-                                const sa::Gid& own, Clock::time_point now) const;
+                                const sa::Gid& own, Clock::time_point now,
+                                Clock::time_point* fetched = nullptr) const;
 
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =
@@ -47,6 +56,7 @@ private:
         std::unordered_multimap<std::uint64_t, std::size_t> by_dguid; // DGID's interface ID
         std::unordered_multimap<std::uint16_t, std::size_t> by_dlid;
         Clock::time_point expires;
+        Clock::time_point fetched;
     };
     void index(Table& t);
 

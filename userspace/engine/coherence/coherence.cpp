@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
+#include <set>
 
 namespace localsa::coherence {
 
@@ -18,7 +20,8 @@ using namespace std::chrono_literals;
 Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, CoherenceConfig config)
     : executor_(executor), parts_(std::move(parts)), config_(config), refresh_timer_(executor),
       port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor),
-      check_timer_(executor) {
+      check_timer_(executor), resync_timer_(executor),
+      random_state_(std::random_device{}() | std::uint64_t{1} << 40) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
@@ -46,22 +49,43 @@ void Coherence::start() {
     }
     schedule_refresh();
     schedule_port_poll();
-    start_preload();
+    schedule_preload();
 }
 
-void Coherence::start_preload() {
+std::chrono::milliseconds Coherence::random_delay(std::chrono::milliseconds window) {
+    random_state_ ^= random_state_ << 13;
+    random_state_ ^= random_state_ >> 7;
+    random_state_ ^= random_state_ << 17;
+    return std::chrono::milliseconds{
+        window.count() > 0 ? static_cast<long>(random_state_ % (window.count() + 1)) : 0};
+}
+
+void Coherence::schedule_preload() {
     if (!config_.preload) {
         preload_state_ = "disabled";
         return;
     }
+    preload_state_ = "waiting";
+    preload_timer_.expires_after(random_delay(config_.spread));
+    preload_timer_.async_wait([this](auto ec) {
+        if (!ec)
+            start_preload();
+    });
+}
+
+void Coherence::start_preload() {
     if (preload_running_ || !parts_.transport.port().active())
         return;
-    // One table per PKey: the kernel's consumers (rdma_cm, ipoib) always ask with a PKey, and
-    // one transaction per node and partition is all a cold start costs the master. A Get
-    // without a PKey reads through (the master picks the PKey; the table cannot know which).
-    std::vector<std::optional<std::uint16_t>> pkeys;
+    // One table per partition, asked with the PKey the kernel's consumers ask with: rdma_cm
+    // and ipoib always set the full-member bit, also where the port's table holds the limited
+    // one (keyed by 0x7fff, the table would never match their 0xffff). One transaction per node
+    // and partition is all a cold start costs the master. A Get without a PKey reads through
+    // (the master picks the PKey; the table cannot know which).
+    std::set<std::uint16_t> distinct;
     for (auto p : parts_.transport.port().pkeys)
-        pkeys.emplace_back(p);
+        if ((p & 0x7fff) != 0)
+            distinct.insert(static_cast<std::uint16_t>(p | 0x8000));
+    std::vector<std::optional<std::uint16_t>> pkeys(distinct.begin(), distinct.end());
     if (pkeys.empty())
         pkeys.emplace_back(std::nullopt);
     preload_running_ = true;
@@ -80,11 +104,6 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
         if (preload_state_ == "loading")
             preload_state_ = "done";
         spdlog::info("preload {}: {} paths from this port", preload_state_, parts_.preload.size());
-        preload_timer_.expires_after(config_.preload_period);
-        preload_timer_.async_wait([this](auto ec) {
-            if (!ec)
-                start_preload();
-        });
         return;
     }
     const auto port = parts_.transport.port();
@@ -101,37 +120,50 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
     }
     pr.pack(q.data);
     ++parts_.counters.preload_transactions;
-    parts_.upstream.submit(q.pack(), [this, pkeys = std::move(pkeys), index, generation,
-                                      pkey](upstream::Reply r) mutable {
-        if (generation != generation_) {
-            preload_running_ = false;
-            return;
-        }
-        if (r.outcome == upstream::Outcome::Response) {
-            const auto status = mad::load_be16(r.response, mad::offset::kStatus);
-            auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
-            if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
-                parts_.preload.replace(pkey, recs.bytes,
-                                       cache::Clock::now() + config_.preload_validity);
+    upstream::SubmitOptions options;
+    options.priority = upstream::Priority::Background;
+    // The whole RMPP transfer must fit one try: about 3 records a segment, and a window of
+    // segments per try timeout. Sized by this PKey's last table, else by a fabric of 4,096.
+    const auto known = parts_.preload.size_of(pkey);
+    const auto segments = (known ? known : 4096) / 3 + 1;
+    options.try_timeout = config_.try_timeout * static_cast<long>(1 + segments / 32);
+    parts_.upstream.submit(
+        q.pack(),
+        [this, pkeys = std::move(pkeys), index, generation, pkey](upstream::Reply r) mutable {
+            if (generation != generation_) {
+                preload_running_ = false;
+                return;
+            }
+            if (r.outcome == upstream::Outcome::Response) {
+                const auto status = mad::load_be16(r.response, mad::offset::kStatus);
+                auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
+                if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
+                    const auto now = cache::Clock::now();
+                    parts_.preload.replace(pkey, recs.bytes, now + config_.preload_validity, now);
+                    // A table the master built before a GID went out of service (its Report came
+                    // first) must not bring the GID back.
+                    for (const auto& gone : out_of_service_)
+                        parts_.preload.erase_gid(gone);
+                } else {
+                    preload_state_ = "partial";
+                    spdlog::warn("preload: GetTable for PKey {} answered {}{}",
+                                 pkey ? std::to_string(*pkey) : std::string("(none)"),
+                                 mad::status_name(status), recs.complete ? "" : " (truncated)");
+                }
             } else {
                 preload_state_ = "partial";
-                spdlog::warn("preload: GetTable for PKey {} answered {}{}",
-                             pkey ? std::to_string(*pkey) : std::string("(none)"),
-                             mad::status_name(status), recs.complete ? "" : " (truncated)");
+                spdlog::warn("preload: GetTable unanswered; the cache reads through meanwhile");
             }
-        } else {
-            preload_state_ = "partial";
-            spdlog::warn("preload: GetTable unanswered; the cache reads through meanwhile");
-        }
-        // One transaction at a time, a short pause between: preload never bursts at the master.
-        preload_timer_.expires_after(std::chrono::milliseconds{10});
-        preload_timer_.async_wait([this, pkeys = std::move(pkeys), index, generation](auto ec) {
-            if (!ec)
-                preload_step(std::move(pkeys), index + 1, generation);
-            else
-                preload_running_ = false;
-        });
-    });
+            // One transaction at a time, a short pause between: preload never bursts at the master.
+            preload_timer_.expires_after(std::chrono::milliseconds{10});
+            preload_timer_.async_wait([this, pkeys = std::move(pkeys), index, generation](auto ec) {
+                if (!ec)
+                    preload_step(std::move(pkeys), index + 1, generation);
+                else
+                    preload_running_ = false;
+            });
+        },
+        options);
 }
 
 void Coherence::subscribe_all(bool subscribe) {
@@ -170,12 +202,19 @@ void Coherence::send_subscription(std::uint16_t trap, bool subscribe) {
     if (subscribe)
         in_flight_.insert(trap);
     const auto generation = generation_;
-    parts_.upstream.submit(set.pack(), [this, trap, subscribe, generation](upstream::Reply r) {
-        if (generation != generation_ || !subscribe)
-            return;
-        in_flight_.erase(trap);
-        on_subscribed(trap, r);
-    });
+    upstream::SubmitOptions options;
+    // From the node's budget, unless a client's Set waits for it.
+    if (!waiting_.contains(trap))
+        options.priority = upstream::Priority::Background;
+    parts_.upstream.submit(
+        set.pack(),
+        [this, trap, subscribe, generation](upstream::Reply r) {
+            if (generation != generation_ || !subscribe)
+                return;
+            in_flight_.erase(trap);
+            on_subscribed(trap, r);
+        },
+        options);
 }
 
 void Coherence::on_subscribed(std::uint16_t trap, const upstream::Reply& r) {
@@ -260,24 +299,30 @@ void Coherence::check_subscriptions() {
     std::copy(port.gid.raw.begin(), port.gid.raw.end(), q.data.begin());
     ++parts_.counters.subscription_checks;
     const auto generation = generation_;
-    parts_.upstream.submit(q.pack(), [this, generation](upstream::Reply r) {
-        // After a resync in between, the answer is about subscriptions renewed since.
-        if (generation == generation_ && r.outcome == upstream::Outcome::Response) {
-            // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
-            const auto status = mad::load_be16(r.response, mad::offset::kStatus);
-            if (status == mad::status::kSaNoRecords || status == 0) {
-                ++parts_.counters.subscriptions_lost;
-                spdlog::warn("the master holds {} of this port's {} subscriptions (SM restarted "
-                             "or replaced on LID {}?)",
-                             status == 0 ? "one" : "none", subscribed_.size(),
-                             parts_.transport.port().sm_lid);
-                resync("subscriptions lost at the master");
-            } else if (status != mad::status::kSaTooManyRecords) {
-                spdlog::debug("subscription check answered {}", mad::status_name(status));
+    upstream::SubmitOptions options;
+    options.priority = upstream::Priority::Background;
+    parts_.upstream.submit(
+        q.pack(),
+        [this, generation](upstream::Reply r) {
+            // After a resync in between, the answer is about subscriptions renewed since.
+            if (generation == generation_ && r.outcome == upstream::Outcome::Response) {
+                // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
+                const auto status = mad::load_be16(r.response, mad::offset::kStatus);
+                if (status == mad::status::kSaNoRecords || status == 0) {
+                    ++parts_.counters.subscriptions_lost;
+                    spdlog::warn(
+                        "the master holds {} of this port's {} subscriptions (SM restarted "
+                        "or replaced on LID {}?)",
+                        status == 0 ? "one" : "none", subscribed_.size(),
+                        parts_.transport.port().sm_lid);
+                    resync("subscriptions lost at the master");
+                } else if (status != mad::status::kSaTooManyRecords) {
+                    spdlog::debug("subscription check answered {}", mad::status_name(status));
+                }
             }
-        }
-        schedule_subscription_check();
-    });
+            schedule_subscription_check();
+        },
+        options);
 }
 
 void Coherence::shutdown(std::function<void()> done) {
@@ -286,6 +331,7 @@ void Coherence::shutdown(std::function<void()> done) {
     resubscribe_timer_.cancel();
     preload_timer_.cancel();
     check_timer_.cancel();
+    resync_timer_.cancel();
     if (subscribed_.empty()) {
         done();
         return;
@@ -329,8 +375,9 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
                    (a.negative() && cache::answer_involves(k, a, gid));
         });
         parts_.counters.invalidated_entries += n;
+        // Nothing is asked again: a port joining anywhere must not cost the master a query
+        // from every node. Paths to it miss the preload table and read through when asked.
         spdlog::info("GID {} in service: {} cached answers dropped", gid.str(), n);
-        start_preload(); // the tables lack it
         break;
     }
     case sa::trap::kMcGroupCreated:
@@ -342,25 +389,21 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
     }
     case sa::trap::kCapabilityMaskChange:
     case sa::trap::kSystemImageGuidChange: {
-        // The issuing port changed: ask the master again about paths to and from it.
-        std::vector<cache::PathQueryKey> keys;
-        cache.for_each([&](const auto& k, const auto& a) {
+        // The issuing port changed: answers about paths to and from it are dropped and asked
+        // again when next used (refreshing them all at once would be a burst per event).
+        const auto lid = notice.issuer_lid;
+        const auto n = cache.erase_if([&](const auto&, const auto& a) {
             for (std::size_t off = 0; off + sa::PathRecord::kSize <= a.records.size();
-                 off += sa::PathRecord::kSize) {
-                const auto dlid = mad::load_be16(a.records, off + 40);
-                const auto slid = mad::load_be16(a.records, off + 42);
-                if (dlid == notice.issuer_lid || slid == notice.issuer_lid) {
-                    keys.push_back(k);
-                    return;
-                }
-            }
+                 off += sa::PathRecord::kSize)
+                if (mad::load_be16(a.records, off + 40) == lid ||
+                    mad::load_be16(a.records, off + 42) == lid)
+                    return true;
+            return false;
         });
-        for (const auto& k : keys)
-            parts_.path_records.refresh(k);
-        parts_.preload.clear();
-        start_preload();
-        spdlog::info("trap {} from LID {}: {} cached answers refreshed", notice.trap_number,
-                     notice.issuer_lid, keys.size());
+        parts_.counters.invalidated_entries += n;
+        const auto p = parts_.preload.erase_lid(lid);
+        spdlog::info("trap {} from LID {}: {} cached answers and {} preloaded paths dropped",
+                     notice.trap_number, lid, n, p);
         break;
     }
     default:
@@ -379,13 +422,29 @@ void Coherence::resync(const std::string& why) {
     out_of_service_.clear();
     subscribed_.clear();
     in_flight_.clear(); // answers to the older generation's Sets are ignored
-    spdlog::info("resync ({}): {} cached answers dropped, re-subscribing", why, n);
+    parts_.path_records.new_generation();
     parts_.class_port_info.forget();
-    if (parts_.transport.port().active()) {
-        parts_.class_port_info.refresh();
-        subscribe_all(true);
+    // The cache goes at once (nothing stale is served); asking the master again waits a random
+    // delay in the spread window: every node sees an SM change or re-register at the same
+    // moment, and the new master must not get all of them together.
+    const auto delay = random_delay(config_.spread);
+    spdlog::info("resync ({}): {} cached answers dropped, re-subscribing in {} ms", why, n,
+                 delay.count());
+    preload_state_ = config_.preload ? "waiting" : "disabled";
+    resync_timer_.expires_after(delay);
+    resync_timer_.async_wait([this, generation = generation_](auto ec) {
+        if (!ec)
+            resync_background(generation);
+    });
+}
+
+void Coherence::resync_background(std::uint64_t generation) {
+    if (generation != generation_ || !parts_.transport.port().active())
+        return; // another resync follows, or the port comes back active (a resync itself)
+    parts_.class_port_info.refresh();
+    subscribe_all(true);
+    if (config_.preload)
         start_preload();
-    }
 }
 
 void Coherence::schedule_refresh() {
@@ -394,8 +453,15 @@ void Coherence::schedule_refresh() {
     refresh_timer_.async_wait([this](auto ec) {
         if (ec)
             return;
-        const auto budget = std::max<std::size_t>(1, config_.refresh_rate / 10);
-        for (const auto& key : parts_.cache.due_for_refresh(cache::Clock::now(), budget))
+        // A tenth of the rate per slice (below 10 a second the fraction carries over), and only
+        // what the node's budget lets go now: the rest waits in the queue, in refresh-time order.
+        const double per_slice = config_.refresh_rate / 10.0;
+        refresh_credit_ = std::min(refresh_credit_ + per_slice, std::max(per_slice, 1.0));
+        const auto budget = std::min<std::size_t>(static_cast<std::size_t>(refresh_credit_),
+                                                  parts_.upstream.background_room());
+        refresh_credit_ -= static_cast<double>(budget);
+        for (const auto& key :
+             parts_.cache.due_for_refresh(cache::Clock::now(), budget, config_.idle_window))
             parts_.path_records.refresh(key);
         schedule_refresh();
     });
@@ -446,11 +512,19 @@ void Coherence::poll_port() {
 }
 
 void Coherence::reconfigure(const CoherenceConfig& config) {
+    const bool check_changed = config.subscription_check != config_.subscription_check;
+    config_.subscription_check = config.subscription_check;
+    if (check_changed && config_.subscribe) {
+        check_timer_.cancel();
+        schedule_subscription_check();
+    }
     config_.refresh_rate = config.refresh_rate;
     config_.port_poll = config.port_poll;
     config_.resubscribe_retry = config.resubscribe_retry;
-    config_.preload_period = config.preload_period;
     config_.preload_validity = config.preload_validity;
+    config_.idle_window = config.idle_window;
+    config_.spread = config.spread;
+    config_.try_timeout = config.try_timeout;
 }
 
 void Coherence::add_stats(nlohmann::json& j) const {

@@ -41,11 +41,21 @@ struct CoherenceConfig {
     // (Get(InformInfoRecord, SubscriberGID = own)). A restarted or failed-over SM forgets them
     // and, on the same LID, leaves nothing the port poll could see. Zero: never.
     std::chrono::milliseconds subscription_check{std::chrono::seconds{60}};
-    // Preload: GetTable(PathRecord, SGID = own port [, PKey]) at start, after a resync and every
-    // period; a table is used for `validity` after it arrived. Needs RMPP (not under umad2sim).
+    // Preload: GetTable(PathRecord, SGID = own port, PKey) at start and after this port's own
+    // resync only; a table is used for `validity` after it arrived (what it answered stays
+    // cached while used). Needs RMPP (not under umad2sim).
     bool preload = true;
-    std::chrono::milliseconds preload_period{std::chrono::minutes{5}};
     std::chrono::milliseconds preload_validity{std::chrono::minutes{10}};
+    // The preload at start and the background part of a resync (re-subscribe, preload) wait a
+    // random delay up to this long, so that the nodes of a fabric, which see an SM change or a
+    // reboot at the same moment, do not reach the new master together.
+    std::chrono::milliseconds spread{std::chrono::seconds{30}};
+    // An answer not used for this long is dropped at its refresh time instead of refreshed;
+    // zero: one not used since it was stored or last refreshed (one TTL).
+    std::chrono::milliseconds idle_window{0};
+    // The per-try wait of a preload GetTable: its RMPP transfer takes longer with every record
+    // (a fabric of thousands of ports sends hundreds of segments), so it is sized by the table.
+    std::chrono::milliseconds try_timeout{200};
 };
 
 // The traps the local SA subscribes to (sa-facts: 64-67 from the SM, 144/145 forwarded).
@@ -98,7 +108,11 @@ private:
     bool own_trap(std::uint16_t trap) const;
     void schedule_subscription_check();
     void check_subscriptions();
+    // Preloads after a random delay in the spread window.
+    void schedule_preload();
     void start_preload();
+    std::chrono::milliseconds random_delay(std::chrono::milliseconds window);
+    void resync_background(std::uint64_t generation);
     void preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
                       std::uint64_t generation);
     void schedule_refresh();
@@ -111,10 +125,13 @@ private:
     Parts parts_;
     CoherenceConfig config_;
     boost::asio::steady_timer refresh_timer_;
+    double refresh_credit_ = 0; // refreshes allowed but not yet sent (rates below 10/s)
     boost::asio::steady_timer port_timer_;
     boost::asio::steady_timer resubscribe_timer_;
     boost::asio::steady_timer preload_timer_;
     boost::asio::steady_timer check_timer_;
+    boost::asio::steady_timer resync_timer_;
+    std::uint64_t random_state_;
     std::string preload_state_ = "idle";
     bool preload_running_ = false;
     transport::PortState last_port_;

@@ -10,12 +10,6 @@
 
 namespace localsa::events {
 
-namespace {
-// The GSI's well-known Q_Key: what a subscriber's QP accepts SA traffic with.
-constexpr std::uint32_t kGsiQkey = 0x80010000;
-constexpr std::size_t kSmKeyOffset = 36;
-} // namespace
-
 ReportFanout::ReportFanout(boost::asio::any_io_executor executor,
                            transport::MadTransport& transport, Counters& counters,
                            ClientSubscriptions& subscriptions, FanoutConfig config)
@@ -50,8 +44,8 @@ void ReportFanout::deliver(mad::Bytes report, const sa::Notice& notice) {
         // Our own Report: our TID, and never the master's SM_Key (it is not the client's).
         mad::set_tid(p.report, tid);
         mad::store_be16(p.report, mad::offset::kStatus, 0);
-        mad::store_be64(p.report, kSmKeyOffset, 0);
-        p.to.subscriber.qkey = kGsiQkey;
+        mad::store_be64(p.report, mad::offset::kSmKey, 0);
+        p.to.subscriber.qkey = mad::kQp1Qkey; // what a subscriber's QP accepts SA traffic with
         in_flight_.emplace(tid, std::move(p));
         transmit(tid);
     }

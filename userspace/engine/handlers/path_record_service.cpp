@@ -37,9 +37,11 @@ const char* PathRecordService::uncacheable_reason(const transport::InboundMad& i
     // answers for this port only. (LocalSa refuses other ports before they get here.)
     if (!port.owns_lid(in.from.lid))
         return "requester is another port";
-    // A non-zero SM_Key is the master's to judge (it drops a wrong one).
-    if (load_be64(in.bytes, mad::offset::kSmKey) != 0)
-        return "SM_Key set";
+    // A multicast DGID: OpenSM answers from the group's membership (its record is the request's
+    // own, checked against the group), which neither the key nor any event follows.
+    const auto mask = load_be64(in.bytes, mad::offset::kCompMask);
+    if ((mask & pr_mask::kDgid) && in.bytes[kSaHeaderSize + 8] == 0xff)
+        return "multicast DGID";
     return nullptr;
 }
 
@@ -61,6 +63,12 @@ void PathRecordService::handle(const transport::InboundMad& in) {
                                                        load_be64(in.bytes, mad::offset::kCompMask),
                                                        Bytes{in.bytes}.subspan(kSaHeaderSize));
     const auto hash = cache_.prefetch(key);
+    // A non-zero SM_Key is the master's to judge (OpenSM drops a wrong one silently), before
+    // any local answer, also an error of its own checks.
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0) {
+        forward(in, "SM_Key set");
+        return;
+    }
     if (const auto st = validate_path_request(in.bytes)) {
         ++counters_.pr_errors_local;
         respond(in.from, make_error_response(in.bytes, st));
@@ -88,11 +96,22 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     if (in.bytes[mad::offset::kMethod] == method::kGet) {
         const auto mask = load_be64(in.bytes, mad::offset::kCompMask);
         const auto& port = transport_.port();
+        cache::Clock::time_point fetched;
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
-                                      mask, port.gid, now)) {
-            ++counters_.pr_preload_hits;
-            respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
-            return;
+                                      mask, port.gid, now, &fetched)) {
+            cache::PathAnswer from_table;
+            from_table.records.assign(rec->begin(), rec->end());
+            if (!stale_check_ || !stale_check_(key, from_table)) {
+                ++counters_.pr_preload_hits;
+                respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
+                // From now on an answer like any other: refreshed while used, then dropped.
+                from_table.refresh_at = std::max(fetched + jittered_ttl(), now);
+                from_table.expires = from_table.refresh_at + config_.max_staleness;
+                from_table.used_at = now;
+                cache_.store(key, from_table);
+                return;
+            }
+            ++counters_.stale_refused;
         }
     }
     auto [it, first] = pending_.try_emplace(key);
@@ -107,7 +126,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         // Bounded: a flood of one question while the master is slow must not grow without end;
         // the requesters dropped here retry.
         if (it->second.size() >= kMaxWaitersPerQuestion) {
-            ++counters_.upstream_overflow;
+            ++counters_.pr_waiters_overflow;
             return;
         }
         it->second.push_back({in.from, in.bytes});
@@ -115,8 +134,25 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     }
     ++counters_.pr_cache_misses;
     it->second.push_back({in.from, in.bytes});
-    upstream_.submit(in.bytes,
-                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+    upstream::SubmitOptions options;
+    options.deadline = std::chrono::steady_clock::now() + config_.requester_deadline;
+    upstream_.submit(
+        in.bytes,
+        [this, key, generation = generation_](upstream::Reply reply) {
+            on_upstream(key, generation, std::move(reply));
+        },
+        options);
+}
+
+cache::Clock::duration PathRecordService::jittered_ttl() {
+    // xorshift: a cheap spread of +-10% of the TTL
+    jitter_state_ ^= jitter_state_ << 13;
+    jitter_state_ ^= jitter_state_ >> 7;
+    jitter_state_ ^= jitter_state_ << 17;
+    const auto ttl = config_.positive_ttl;
+    const auto spread = ttl.count() / 5;
+    const auto jitter = spread ? static_cast<long>(jitter_state_ % spread) - spread / 2 : 0;
+    return ttl + std::chrono::milliseconds{jitter};
 }
 
 void PathRecordService::forward(const transport::InboundMad& in, const char* why) {
@@ -126,11 +162,15 @@ void PathRecordService::forward(const transport::InboundMad& in, const char* why
     proxy_.forward(in);
 }
 
-void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Reply reply) {
+void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
+                                    upstream::Reply reply) {
     auto node = pending_.extract(key);
     if (node.empty())
         return;
     auto& waiters = node.mapped();
+    const bool current = generation == generation_;
+    if (!current && waiters.empty())
+        return; // a refresh of an answer a resync has dropped
     if (reply.outcome != upstream::Outcome::Response) {
         if (waiters.empty()) {
             ++counters_.refresh_failed;
@@ -145,7 +185,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     const auto offset = well_formed ? load_be16(resp, mad::offset::kAttrOffset) : 0;
     if (!well_formed || (offset != 0 && offset * 8 != PathRecord::kSize)) {
         // Not something we understand: relay it untouched, cache nothing.
-        ++counters_.malformed_dropped;
+        ++counters_.pr_relayed_unparsed;
         for (const auto& w : waiters)
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
         return;
@@ -161,21 +201,23 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
     if (answer_value.negative()) {
         answer_value.refresh_at = answer_value.expires = now + ttl;
     } else {
-        // xorshift: a cheap spread of +-10% of the TTL
-        jitter_state_ ^= jitter_state_ << 13;
-        jitter_state_ ^= jitter_state_ >> 7;
-        jitter_state_ ^= jitter_state_ << 17;
-        const auto spread = ttl.count() / 5;
-        const auto jitter = spread ? static_cast<long>(jitter_state_ % spread) - spread / 2 : 0;
-        answer_value.refresh_at = now + ttl + std::chrono::milliseconds{jitter};
+        answer_value.refresh_at = now + jittered_ttl();
         answer_value.expires = answer_value.refresh_at + config_.max_staleness;
     }
     if (waiters.empty()) {
         // A refresh: note whether the master changed its mind.
-        const auto old = cache_.find(key, now);
+        const auto old = cache_.peek(key);
         if (!old || old->status != answer_value.status ||
             !std::ranges::equal(old->records, answer_value.records))
             ++counters_.refresh_changed;
+        if (answer_value.status & status::kBusy) {
+            ++counters_.refresh_failed; // BUSY after every try: the master is there, but busy
+            retry_refresh_later(key);
+            return;
+        }
+        // The answer of a refresh is kept by the stored one (used_at unset), as is its use.
+    } else {
+        answer_value.used_at = now;
     }
     for (const auto& w : waiters) {
         if (answer_value.status == status::kOk && records.complete)
@@ -183,8 +225,13 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, upstream::Re
         else
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
     }
-    if (cacheable && ttl.count() > 0)
+    if (cacheable && ttl.count() > 0 && current)
         cache_.store(key, answer_value);
+    else if (current)
+        // Not kept (an error such as ERR_REQ_INVALID_GID, NO_RECORDS with --negative-ttl-ms 0,
+        // an incomplete table): whatever was cached for the question is no longer the master's
+        // answer, so it goes now instead of being served on --max-staleness-s.
+        cache_.erase(key);
 }
 
 void PathRecordService::refresh(const cache::PathQueryKey& key) {
@@ -197,18 +244,25 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
     q.header.attr_id = attr::kPathRecord;
     q.comp_mask = key.comp_mask;
     std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
-    upstream_.submit(q.pack(),
-                     [this, key](upstream::Reply reply) { on_upstream(key, std::move(reply)); });
+    upstream::SubmitOptions options;
+    options.priority = upstream::Priority::Background;
+    upstream_.submit(
+        q.pack(),
+        [this, key, generation = generation_](upstream::Reply reply) {
+            on_upstream(key, generation, std::move(reply));
+        },
+        options);
 }
 
 void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
     const auto now = cache::Clock::now();
-    const auto old = cache_.find(key, now);
-    if (!old || old->negative())
+    const auto old = cache_.peek(key);
+    if (!old || old->negative() || old->expires <= now)
         return;
     cache::PathAnswer kept; // `expires` stays: the answer is served --max-staleness-s at most
     old->copy_to(kept);
     kept.refresh_at = now + config_.refresh_retry;
+    kept.keep_use = true; // a failed refresh is no reason to count the answer idle
     if (kept.refresh_at < kept.expires)
         cache_.store(key, std::move(kept));
 }

@@ -30,6 +30,9 @@ struct PathRecordConfig {
     // How long a due refresh may take (the scheduler's slice plus the upstream budget); an
     // answer served later than that past its refresh time counts as `stale_served`.
     std::chrono::milliseconds refresh_grace{std::chrono::seconds{1}};
+    // How long a requester waits for localsad before it asks the master itself (the kernel's
+    // sa_redirect_timeout_ms): a miss not sent by then is dropped, and not tried again after.
+    std::chrono::milliseconds requester_deadline{200};
 };
 
 class PathRecordService {
@@ -55,6 +58,9 @@ public:
 
     // Misses waiting for the master, for stats and tests.
     std::size_t pending() const { return pending_.size(); }
+    // A resync: answers to questions asked before it are relayed to their requesters but never
+    // stored (they may come from the former master, or about the former port state).
+    void new_generation() { ++generation_; }
 
 private:
     struct Waiter {
@@ -72,7 +78,9 @@ private:
     void answer(const transport::MadAddress& to, mad::Bytes request, std::uint16_t answer_status,
                 mad::Bytes records);
     bool is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit);
-    void on_upstream(const cache::PathQueryKey& key, upstream::Reply reply);
+    void on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
+                     upstream::Reply reply);
+    cache::Clock::duration jittered_ttl();
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     cache::PathCache& cache_;
@@ -88,6 +96,7 @@ private:
     std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
     bool out_busy_ = false;
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
+    std::uint64_t generation_ = 0;
 };
 
 // OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero

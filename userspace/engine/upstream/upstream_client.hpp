@@ -1,6 +1,11 @@
 // The daemon's client of the master SA: fresh TIDs (low 32 bits only), a bounded number of
-// queries in flight with a bounded queue behind them, a timeout per try with retries, back-off
-// on BUSY. Queries go straight to the SM LID read from the port, never through a redirect.
+// queries in flight with bounded queues behind them, a timeout per try with retries. Queries go
+// straight to the SM LID read from the port, never through a redirect.
+// The master's load from this node is bounded: every background query (refresh, preload,
+// subscriptions, checks) and each of its tries takes a token from one bucket; client queries go
+// first (and take a token when there is one, so background work yields to them). A query that
+// carries its requester's deadline is dropped unsent once the deadline has passed, and no try
+// starts after it. BUSY from the master holds back the whole node (exponential, jittered).
 #pragma once
 
 #include "engine/counters.hpp"
@@ -15,6 +20,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +32,25 @@ struct UpstreamConfig {
     int retries = 2;
     std::size_t max_outstanding = 32;
     std::size_t max_queued = 4096;
+    // The first hold-back after BUSY; it doubles with each BUSY in a row up to busy_backoff_max
+    // (each drawn at random between half and the whole of it, so that nodes do not come back
+    // together).
     std::chrono::milliseconds busy_backoff{25};
+    std::chrono::milliseconds busy_backoff_max{std::chrono::seconds{5}};
+    // The background budget: tokens per second and bucket size (see docs/localsad.md).
+    unsigned background_rate = 20;
+    unsigned background_burst = 40;
+};
+
+enum class Priority { Client, Background };
+
+struct SubmitOptions {
+    Priority priority = Priority::Client;
+    // When the requester stops waiting (steady clock): queued past it, the query is dropped
+    // unsent; no try starts after it.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    // The wait per try, if not the configured one (a GetTable sized by its transfer).
+    std::optional<std::chrono::milliseconds> try_timeout;
 };
 
 enum class Outcome { Response, Timeout, Overloaded, NoMaster };
@@ -47,12 +71,14 @@ public:
     UpstreamClient& operator=(const UpstreamClient&) = delete;
 
     // Sends `request` (any SA request MAD) to the master; `done` runs exactly once.
-    void submit(std::vector<std::uint8_t> request, ReplyHandler done);
+    void submit(std::vector<std::uint8_t> request, ReplyHandler done, SubmitOptions options = {});
+    // How many background queries could be sent now without waiting for the budget.
+    std::size_t background_room();
     // Offers a response MAD; true when it answered one of our queries (or a retired try of one).
     bool handle_response(const transport::InboundMad& response);
 
     std::size_t outstanding() const { return in_flight_.size(); }
-    std::size_t queued() const { return queue_.size(); }
+    std::size_t queued() const { return queue_.size() + background_queue_.size(); }
     const UpstreamConfig& config() const { return config_; }
     // New limits and timeouts apply from the next try; queries in flight keep their tries left.
     void set_config(const UpstreamConfig& config);
@@ -65,8 +91,17 @@ private:
         std::uint32_t tid = 0;
         std::unique_ptr<boost::asio::steady_timer> timer;
         std::uint16_t sent_to = 0; // the SM LID of the try under this TID
+        SubmitOptions options;
     };
+    using Clock = std::chrono::steady_clock;
 
+    bool expired(const Query& q, Clock::time_point now) const {
+        return q.options.deadline && now >= *q.options.deadline;
+    }
+    // Puts a query whose try ended back at the front of its queue for another try.
+    void requeue(std::uint32_t tid);
+    void refill(Clock::time_point now);
+    void arm_pump(Clock::time_point at);
     void launch(std::unique_ptr<Query> query);
     void transmit(Query& query);
     void on_timer(std::uint32_t tid);
@@ -80,7 +115,16 @@ private:
     UpstreamConfig config_;
     mad::TidAllocator tids_;
     std::unordered_map<std::uint32_t, std::unique_ptr<Query>> in_flight_;
-    std::deque<std::unique_ptr<Query>> queue_;
+    std::deque<std::unique_ptr<Query>> queue_;            // client queries
+    std::deque<std::unique_ptr<Query>> background_queue_; // waiting for the budget
+    double tokens_;
+    Clock::time_point refilled_;
+    Clock::time_point held_until_{}; // BUSY: nothing is sent before
+    unsigned busy_in_a_row_ = 0;
+    std::uint64_t jitter_state_;
+    boost::asio::steady_timer pump_timer_;
+    bool pump_armed_ = false;
+    Clock::time_point pump_at_{};
 };
 
 } // namespace localsa::upstream

@@ -22,11 +22,10 @@ int register_agent(int fd, std::uint8_t mgmt_class, std::uint8_t version, std::u
     long mask[16 / sizeof(long)] = {};
     for (auto m : methods)
         mask[m / (8 * sizeof(long))] |= 1L << (m % (8 * sizeof(long)));
+    errno = 0;
     const int id = umad_register(fd, mgmt_class, version, rmpp, methods.size() ? mask : nullptr);
     if (id < 0)
-        throw TransportError("umad_register(class 0x" + std::to_string(mgmt_class) +
-                             ") failed: " + std::strerror(-id) +
-                             " (is another SA agent registered on this port?)");
+        throw TransportError(register_failure_message(mgmt_class, version, errno ? errno : -id));
     return id;
 }
 
@@ -57,6 +56,18 @@ std::string umad_device_path(int fd) {
 }
 
 } // namespace
+
+std::string register_failure_message(std::uint8_t mgmt_class, std::uint8_t version,
+                                     int kernel_errno) {
+    char what[64];
+    std::snprintf(what, sizeof what, "umad_register(class 0x%02x version %u)", mgmt_class, version);
+    // The kernel's MAD layer refuses a registration whose methods overlap another agent's with
+    // EINVAL; everything else it says is passed on as is.
+    if (kernel_errno == EINVAL)
+        return std::string(what) + " refused: its methods are already registered on this port by "
+                                   "another agent (a subnet manager's SA, another localsad)";
+    return std::string(what) + " failed: " + std::strerror(kernel_errno);
+}
 
 UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_executor executor,
                              InboundHandler handler)

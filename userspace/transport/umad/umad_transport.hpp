@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace localsa::transport {
@@ -28,6 +29,11 @@ struct UmadOptions {
 class PortHasSmError : public TransportError {
     using TransportError::TransportError;
 };
+
+// What umad_register's refusal means. libibumad returns -EPERM whatever the kernel said;
+// `kernel_errno` is the errno its ioctl left (EINVAL: the methods are another agent's).
+std::string register_failure_message(std::uint8_t mgmt_class, std::uint8_t version,
+                                     int kernel_errno);
 
 class UmadTransport final : public MadTransport {
 public:

@@ -1,0 +1,599 @@
+// Coherence at fleet scale (docs/localsad.md, Coherence): refresh follows use, one background
+// budget per node, preload O(1) per event, and answers the master would not give. Over the fake
+// transport, playing the master.
+#include "fake_transport.hpp"
+
+#include "engine/cache/path_cache.hpp"
+#include "engine/cache/preload_table.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "engine/upstream/upstream_client.hpp"
+#include "ib/notice.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+using namespace localsa;
+using namespace localsa::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+cache::PathQueryKey key_of(std::uint8_t b) {
+    cache::PathQueryKey k;
+    k.masked[8] = b;
+    return k;
+}
+
+cache::PathAnswer one_record(cache::Clock::time_point refresh_at, cache::Clock::time_point expires,
+                             std::optional<cache::Clock::time_point> used = std::nullopt) {
+    cache::PathAnswer a;
+    a.records.resize(64);
+    a.refresh_at = refresh_at;
+    a.expires = expires;
+    a.used_at = used;
+    return a;
+}
+
+std::vector<std::uint8_t> report_mad(std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
+    mad::SaMad r;
+    r.header.method = mad::method::kReport;
+    r.header.attr_id = mad::attr::kNotice;
+    r.header.tid = tid;
+    sa::Notice n;
+    n.trap_number = trap;
+    const auto g = gid(guid);
+    std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
+    n.pack(r.data);
+    return r.pack();
+}
+
+std::vector<std::uint8_t>
+table_of(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> d) {
+    std::vector<std::uint8_t> out;
+    for (auto [guid, dlid] : d) {
+        sa::PathRecord r;
+        r.sgid = gid(0x100003);
+        r.dgid = gid(guid);
+        r.slid = kOwnLid;
+        r.dlid = dlid;
+        r.reversible = true;
+        r.pkey = 0xffff;
+        r.mtu = 4;
+        r.rate = 7;
+        r.packet_life = 18;
+        const auto b = r.bytes();
+        out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+}
+
+// The master's GetTable answer to `request` carrying `records`.
+std::vector<std::uint8_t> table_answer(const std::vector<std::uint8_t>& request,
+                                       const std::vector<std::uint8_t>& records) {
+    std::vector<std::uint8_t> out(request.begin(), request.begin() + 56);
+    out[3] = mad::method::kGetTableResp;
+    mad::store_be16(out, 44, records.empty() ? 0 : 8);
+    out.insert(out.end(), records.begin(), records.end());
+    return out;
+}
+
+std::size_t count_attr(const std::vector<SentMad>& sent, std::uint16_t attr, std::uint16_t lid) {
+    return std::count_if(sent.begin(), sent.end(), [&](const SentMad& s) {
+        return mad::load_be16(s.bytes, 16) == attr && s.to.lid == lid;
+    });
+}
+
+// A Get as rdma_cm or ipoib sends it: SGID, DGID, PKey (full member), Reversible, NumbPath.
+std::vector<std::uint8_t> kernel_request(std::uint64_t tid, std::uint64_t dguid,
+                                         std::uint16_t pkey = 0xffff) {
+    auto req = path_request(tid, dguid, mad::method::kGet, sa::pr_mask::kPKey);
+    mad::store_be16(req, 56 + 50, pkey);
+    return req;
+}
+
+// One cached answer from the master for the path to `guid`.
+void cache_path(LocalSa& sa, FakeTransport& transport, std::uint64_t guid, std::uint16_t dlid) {
+    sa.dispatch(from_lid(kOwnLid, path_request(guid, guid)));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    REQUIRE(up[0].to.lid == kSmLid);
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, dlid)));
+    transport.take();
+}
+
+} // namespace
+
+// ------------------------------------------------------------------ 1. refresh follows use
+
+TEST_CASE("an answer unused within the idle window is dropped, not refreshed", "[cache][idle]") {
+    cache::PathCache c(10);
+    const auto t0 = cache::Clock::now();
+    c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // used when stored (a miss)
+    c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
+    REQUIRE(c.find(key_of(2), t0 + 5s)); // key 2 used again
+    const auto due = c.due_for_refresh(t0 + 11s, 10, 8s);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key_of(2));
+    CHECK(c.size() == 1);
+    CHECK(c.idle_expired() == 1);
+    CHECK_FALSE(c.peek(key_of(1)));
+}
+
+TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[cache][idle]") {
+    cache::PathCache c(10);
+    const auto t0 = cache::Clock::now();
+    c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0));
+    REQUIRE(c.due_for_refresh(t0 + 11s, 10, 12s).size() == 1); // used 11 s ago: refreshed
+    c.store(key_of(1), one_record(t0 + 21s, t0 + 1h));         // the refresh's answer
+    CHECK(c.peek(key_of(1)));                                  // a peek is no use either
+    CHECK(c.due_for_refresh(t0 + 22s, 10, 12s).empty());       // idle 22 s: dropped
+    CHECK(c.size() == 0);
+}
+
+TEST_CASE("by default an answer is refreshed only when used since its last refresh",
+          "[cache][idle]") {
+    cache::PathCache c(10);
+    const auto t0 = cache::Clock::now();
+    constexpr auto since_refresh = cache::Clock::duration::zero();
+    c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // a miss: used
+    c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
+    REQUIRE(c.due_for_refresh(t0 + 11s, 10, since_refresh).size() == 2);
+    c.store(key_of(1), one_record(t0 + 21s, t0 + 1h)); // the refreshes' answers
+    c.store(key_of(2), one_record(t0 + 21s, t0 + 1h));
+    REQUIRE(c.find(key_of(2), t0 + 15s)); // only 2 used since
+    const auto due = c.due_for_refresh(t0 + 22s, 10, since_refresh);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key_of(2));
+    CHECK_FALSE(c.peek(key_of(1)));
+    // A failed refresh put back for a later try keeps its use.
+    auto retry = one_record(t0 + 27s, t0 + 1h);
+    retry.keep_use = true;
+    c.store(key_of(2), retry);
+    CHECK(c.due_for_refresh(t0 + 28s, 10, since_refresh).size() == 1);
+}
+
+TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
+    cache::PathCache c(10);
+    const auto t0 = cache::Clock::now();
+    // Stored first, due last (a failed refresh tried again later is stored like this).
+    c.store(key_of(1), one_record(t0 + 50s, t0 + 1h, t0));
+    c.store(key_of(2), one_record(t0 + 5s, t0 + 1h, t0));
+    c.store(key_of(3), one_record(t0 + 6s, t0 + 1h, t0));
+    const auto due = c.due_for_refresh(t0 + 7s, 10);
+    REQUIRE(due.size() == 2);
+    CHECK(due[0] == key_of(2));
+    CHECK(due[1] == key_of(3));
+}
+
+TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]") {
+    cache::PathCache c(4);
+    const auto t0 = cache::Clock::now();
+    for (std::uint8_t i = 1; i <= 4; ++i)
+        c.store(key_of(i), one_record(t0 + 1h, t0 + 2h, t0));
+    for (std::uint8_t i : {1, 2, 4})
+        REQUIRE(c.find(key_of(i), t0 + 10s)); // 3 stays idle
+    c.store(key_of(5), one_record(t0 + 1h, t0 + 2h, t0 + 11s));
+    CHECK(c.size() == 4);
+    CHECK_FALSE(c.peek(key_of(3)));
+    for (std::uint8_t i : {1, 2, 4, 5})
+        CHECK(c.peek(key_of(i)));
+}
+
+TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache",
+          "[coherence][idle]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 100ms;
+    LocalSa sa(io.get_executor(), transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    cc.idle_window = 100ms;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    cache_path(sa, transport, 0x100005, 8);
+    cache_path(sa, transport, 0x100007, 11);
+    // Keep using the path to 0x100005 only, for about 4 TTLs.
+    std::size_t refreshes = 0;
+    for (int i = 0; i < 40; ++i) {
+        io.run_for(10ms);
+        sa.dispatch(from_lid(kOwnLid, path_request(0x900 + i, 0x100005)));
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid)
+                continue;
+            ++refreshes;
+            CHECK(sa::PathRecord::unpack(mad::Bytes{s.bytes}.subspan(56)).dgid == gid(0x100005));
+            sa.dispatch(from_lid(kSmLid, master_path_answer(s.bytes, 8)));
+        }
+    }
+    CHECK(refreshes >= 2);
+    CHECK(refreshes <= 5);
+    CHECK(sa.cache().size() == 1);
+    CHECK(sa.cache().idle_expired() == 1);
+    CHECK(sa.counters().pr_cache_misses == 2);
+}
+
+// ------------------------------------------------------------------ 3. one budget per node
+
+TEST_CASE("upstream: background queries draw from one token bucket, clients go first",
+          "[upstream][budget]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    Counters counters;
+    upstream::UpstreamConfig uc;
+    uc.background_rate = 100; // one token per 10 ms
+    uc.background_burst = 3;
+    uc.try_timeout = 1s;
+    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::SubmitOptions bg;
+    bg.priority = upstream::Priority::Background;
+    for (int i = 0; i < 10; ++i)
+        up.submit(
+            path_request(0x100 + i, 0x100005), [](upstream::Reply) {}, bg);
+    CHECK(transport.take().size() == 3); // the burst
+    up.submit(path_request(0x200, 0x100005), [](upstream::Reply) {});
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1); // a client query goes at once, past the queued background ones
+    CHECK(mad::load_be16(sent[0].bytes, 56 + 22) == 0x0005);
+    const auto t0 = std::chrono::steady_clock::now();
+    io.run_for(55ms);
+    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    const auto n = transport.take().size();
+    // At most one per 10 ms (plus the token the client did not leave): never over budget.
+    CHECK(n >= 2);
+    CHECK(n <= static_cast<std::size_t>(elapsed / 10ms) + 1);
+}
+
+TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
+          "[upstream][budget]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    Counters counters;
+    upstream::UpstreamConfig uc;
+    uc.max_outstanding = 1;
+    uc.try_timeout = 30ms;
+    uc.retries = 2;
+    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    std::vector<upstream::Outcome> outcomes;
+    auto record = [&](upstream::Reply r) { outcomes.push_back(r.outcome); };
+    upstream::SubmitOptions first;
+    first.deadline = std::chrono::steady_clock::now() + 40ms; // one retry at most
+    up.submit(path_request(1, 0x100005), record, first);
+    upstream::SubmitOptions second;
+    second.deadline = std::chrono::steady_clock::now() + 10ms;
+    up.submit(path_request(2, 0x100007), record, second);
+    CHECK(transport.take().size() == 1);
+    io.run_for(150ms);
+    // The first: its try at 0 and a retry at 30 ms (the deadline had not passed), none at 60 ms.
+    // The second waited behind it past its requester's deadline: never sent.
+    const auto sent = transport.take();
+    CHECK(sent.size() == 1);
+    for (const auto& s : sent)
+        CHECK(mad::load_be16(s.bytes, 56 + 22) == 0x0005);
+    CHECK(counters.upstream_expired == 1);
+    CHECK(outcomes.size() == 2);
+}
+
+TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream][budget]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    Counters counters;
+    upstream::UpstreamConfig uc;
+    uc.busy_backoff = 40ms;
+    uc.try_timeout = 1s;
+    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    std::size_t answered = 0;
+    up.submit(path_request(1, 0x100005), [&](upstream::Reply) { ++answered; });
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    up.handle_response(from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kBusy)));
+    CHECK(counters.upstream_busy == 1);
+    // Another query meanwhile waits too: the master asked this node, not one query, to back off.
+    up.submit(path_request(2, 0x100007), [&](upstream::Reply) { ++answered; });
+    CHECK(transport.take().empty());
+    io.run_for(50ms); // the hold-back is 20-40 ms (half to all of the first back-off)
+    CHECK(transport.take().size() == 2);
+}
+
+TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream][budget]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.upstream.try_timeout = 30ms;
+    lc.upstream.retries = 2;
+    lc.path_record.requester_deadline = 50ms;
+    LocalSa sa(io.get_executor(), transport, lc);
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    io.run_for(200ms);
+    // Tries at 0 and 30 ms; at 60 ms the requester (the kernel's redirect, 50 ms here) has
+    // gone to the master itself.
+    CHECK(count_attr(transport.take(), mad::attr::kPathRecord, kSmLid) == 2);
+}
+
+// ------------------------------------------------------------------ 2. preload per event
+
+namespace {
+
+struct PreloadedPort {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa;
+    coherence::Coherence coh;
+
+    static coherence::CoherenceConfig config() {
+        coherence::CoherenceConfig cc;
+        cc.spread = 0ms;
+        return cc;
+    }
+    explicit PreloadedPort(std::vector<std::uint16_t> pkeys = {0x7fff})
+        : transport(with_pkeys(std::move(pkeys))), sa(io.get_executor(), transport, {}),
+          coh(io.get_executor(), sa.coherence_parts(), config()) {}
+    static FakeTransport with_pkeys(std::vector<std::uint16_t> pkeys) {
+        FakeTransport t;
+        t.state.pkeys = std::move(pkeys);
+        return t;
+    }
+    // Runs the loop; answers subscriptions OK and GetTables with `records`. Returns the
+    // GetTables seen.
+    std::vector<SentMad> serve(const std::vector<std::uint8_t>& records,
+                               std::chrono::milliseconds for_how_long = 20ms) {
+        std::vector<SentMad> tables;
+        const auto until = std::chrono::steady_clock::now() + for_how_long;
+        while (std::chrono::steady_clock::now() < until) {
+            io.run_for(2ms);
+            for (const auto& s : transport.take()) {
+                if (s.to.lid != kSmLid)
+                    continue;
+                if (mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord &&
+                    s.bytes[3] == mad::method::kGetTable) {
+                    tables.push_back(s);
+                    sa.dispatch(from_lid(kSmLid, table_answer(s.bytes, records)));
+                } else {
+                    sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+                }
+            }
+        }
+        return tables;
+    }
+    void report(std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
+        sa.dispatch(from_lid(kSmLid, report_mad(trap, guid, tid)));
+    }
+};
+
+} // namespace
+
+TEST_CASE("preload asks with the full-member PKey, keyed as the kernel asks",
+          "[coherence][preload]") {
+    PreloadedPort port({0x7fff, 0x8001, 0x0001}); // 0x0001: the limited form of 0x8001
+    port.coh.start();
+    const auto tables = port.serve(table_of({{0x100005, 8}}));
+    REQUIRE(tables.size() == 2);
+    CHECK(mad::load_be16(tables[0].bytes, 56 + 50) == 0x8001);
+    CHECK(mad::load_be16(tables[1].bytes, 56 + 50) == 0xffff);
+    // A Get as rdma_cm or ipoib sends it, PKey 0xffff: from the table.
+    port.sa.dispatch(from_lid(kOwnLid, kernel_request(7, 0x100005)));
+    auto sent = port.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(port.sa.counters().pr_preload_hits == 1);
+}
+
+TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence][preload]") {
+    PreloadedPort port;
+    port.coh.start();
+    REQUIRE(port.serve(table_of({{0x100005, 8}})).size() == 1);
+    port.report(sa::trap::kGidOutOfService, 0x100009, 0x700);
+    port.report(sa::trap::kGidInService, 0x100009, 0x701);
+    port.report(sa::trap::kCapabilityMaskChange, 0x100005, 0x702);
+    port.report(sa::trap::kSystemImageGuidChange, 0x100005, 0x703);
+    port.transport.take(); // the ReportResps
+    port.io.run_for(30ms);
+    CHECK(count_attr(port.transport.take(), mad::attr::kPathRecord, kSmLid) == 0);
+    CHECK(port.sa.counters().preload_transactions == 1);
+}
+
+TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.spread = 60ms;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    const auto t0 = std::chrono::steady_clock::now();
+    coh.start();
+    transport.take(); // ClassPortInfo
+    std::optional<std::chrono::steady_clock::duration> at;
+    while (!at && std::chrono::steady_clock::now() - t0 < 200ms) {
+        io.run_for(2ms);
+        if (count_attr(transport.take(), mad::attr::kPathRecord, kSmLid))
+            at = std::chrono::steady_clock::now() - t0;
+    }
+    REQUIRE(at);
+    CHECK(*at <= 80ms);
+}
+
+TEST_CASE("a resync asks the master again only after a random delay in the spread window",
+          "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.spread = 50ms;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    cache_path(sa, transport, 0x100005, 8);
+    coh.resync("SM changed");
+    CHECK(sa.cache().size() == 0); // flushed at once
+    // Nothing asked at the moment of the event; everything within the window.
+    CHECK(transport.take().empty());
+    io.run_for(70ms);
+    CHECK(count_attr(transport.take(), mad::attr::kInformInfo, kSmLid) ==
+          std::size(coherence::kSubscribedTraps));
+}
+
+// ------------------------------------------------------------------ 4. wrong answers
+
+TEST_CASE("a preload table arriving after trap 65 does not bring the GID back",
+          "[coherence][preload][wrong]") {
+    PreloadedPort port;
+    port.coh.start();
+    // The GetTable is on its way when the master reports 0x100005 out of service.
+    SentMad table;
+    for (int i = 0; i < 10 && table.bytes.empty(); ++i) {
+        port.io.run_for(2ms);
+        for (auto& s : port.transport.take()) {
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord)
+                table = s;
+            else if (s.to.lid == kSmLid)
+                port.sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+        }
+    }
+    REQUIRE_FALSE(table.bytes.empty());
+    port.report(sa::trap::kGidOutOfService, 0x100005, 0x800);
+    // The master built the table before the port went: it still has it.
+    port.sa.dispatch(
+        from_lid(kSmLid, table_answer(table.bytes, table_of({{0x100005, 8}, {0x100007, 11}}))));
+    port.transport.take();
+    port.sa.dispatch(from_lid(kOwnLid, kernel_request(9, 0x100005)));
+    auto sent = port.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid); // not served: asked (the master answers NO_RECORDS)
+    port.sa.dispatch(from_lid(kOwnLid, kernel_request(10, 0x100007)));
+    sent = port.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid); // the other destination is
+}
+
+TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[coherence][wrong]") {
+    for (auto [status, negative_ttl] :
+         {std::pair{mad::status::kSaInvalidGid, 1000ms}, {mad::status::kSaNoRecords, 0ms}}) {
+        INFO("status " << status << ", negative TTL " << negative_ttl.count() << " ms");
+        boost::asio::io_context io;
+        FakeTransport transport;
+        LocalSaConfig lc;
+        lc.path_record.positive_ttl = 20ms;
+        lc.path_record.negative_ttl = negative_ttl;
+        lc.path_record.max_staleness = 10s;
+        LocalSa sa(io.get_executor(), transport, lc);
+        coherence::CoherenceConfig cc;
+        cc.subscribe = false;
+        cc.preload = false;
+        coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+        coh.start();
+        transport.take();
+        cache_path(sa, transport, 0x100005, 8);
+        sa.dispatch(from_lid(kOwnLid, path_request(2, 0x100005))); // used
+        transport.take();
+        std::vector<SentMad> refresh;
+        for (int i = 0; i < 30 && refresh.empty(); ++i) {
+            io.run_for(10ms);
+            refresh = transport.take();
+        }
+        REQUIRE(refresh.size() == 1);
+        sa.dispatch(from_lid(kSmLid, master_status_answer(refresh[0].bytes, status)));
+        CHECK(sa.cache().size() == 0);
+        sa.dispatch(from_lid(kOwnLid, path_request(3, 0x100005)));
+        auto sent = transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kSmLid); // the old path is not served on max staleness
+    }
+}
+
+TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
+          "[preload][wrong]") {
+    cache::PreloadTable t;
+    const auto now = cache::Clock::now();
+    t.replace(std::nullopt, table_of({{0x100005, 8}}), now + 1min);
+    sa::PathRecord r;
+    r.dgid = gid(0x100005);
+    using namespace sa::pr_mask;
+    CHECK_FALSE(t.match(r.bytes(), kDgid, gid(0x100003), now));
+    r.sgid = gid(0x100003);
+    CHECK(t.match(r.bytes(), kDgid | kSgid, gid(0x100003), now));
+    r.slid = kOwnLid;
+    CHECK(t.match(r.bytes(), kDgid | kSlid, gid(0x100003), now));
+}
+
+TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    auto mc = path_request(1, 0);
+    const auto mgid = sa::Gid::from_parts(0xff12401bffff0000ULL, 0xffffffffULL);
+    std::copy(mgid.raw.begin(), mgid.raw.end(), mc.begin() + 56 + 8);
+    for (std::uint64_t tid : {1, 2}) {
+        mad::set_tid(mc, tid);
+        sa.dispatch(from_lid(kOwnLid, mc));
+        auto up = transport.take();
+        REQUIRE(up.size() == 1);
+        CHECK(up[0].to.lid == kSmLid);
+        sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 0xc001)));
+        transport.take();
+    }
+    CHECK(sa.cache().size() == 0);
+    CHECK(sa.counters().pr_forwarded == 2);
+}
+
+TEST_CASE("an answer in flight across a resync is relayed but not stored", "[coherence][wrong]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    coh.resync("LID changed");
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid); // the requester has its answer
+    CHECK(sa.cache().size() == 0);    // the fresh cache does not
+}
+
+TEST_CASE("a preload GetTable's try is sized by its transfer", "[coherence][preload][wrong]") {
+    PreloadedPort port;
+    port.coh.start();
+    const auto tables = port.serve({});
+    REQUIRE(tables.size() == 1);
+    // A table of thousands of records is hundreds of RMPP segments: one 200 ms try cannot
+    // carry it.
+    CHECK(tables[0].timeout >= 5s);
+}
+
+TEST_CASE("requests with an SM_Key are never answered locally", "[wrong]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    sa.start();
+    auto cpi = transport.take();
+    REQUIRE(cpi.size() == 1);
+    sa.dispatch(from_lid(kSmLid, master_status_answer(cpi[0].bytes, 0))); // learns nothing much
+    transport.take();
+    mad::SaMad m;
+    m.header.method = mad::method::kGet;
+    m.header.attr_id = mad::attr::kClassPortInfo;
+    m.header.tid = 5;
+    m.sm_key = 0x8badf00d;
+    sa.dispatch(from_lid(kOwnLid, m.pack()));
+    // A PathRecord failing OpenSM's own checks (half a ServiceID), with an SM_Key.
+    auto pr = path_request(6, 0x100005, mad::method::kGet, 1); // ServiceID's first bit only
+    mad::store_be64(pr, 36, 0x8badf00d);
+    sa.dispatch(from_lid(kOwnLid, pr));
+    const auto sent = transport.take();
+    REQUIRE(sent.size() == 2);
+    for (const auto& s : sent) {
+        CHECK(s.to.lid == kSmLid); // relayed: the master judges the key (OpenSM drops it)
+        CHECK(mad::load_be64(s.bytes, 36) == 0x8badf00d);
+    }
+}
