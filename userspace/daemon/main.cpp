@@ -3,6 +3,7 @@
 #include "daemon/cache_dump.hpp"
 #include "daemon/control_server.hpp"
 #include "daemon/metrics.hpp"
+#include "daemon/metrics_server.hpp"
 #include "daemon/options.hpp"
 #include "daemon/privileges.hpp"
 #include "daemon/reload.hpp"
@@ -134,12 +135,17 @@ int main(int argc, char** argv) {
         const auto port = umad.port();
         const auto control_path =
             o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
+        // The counters and gauges, for the control socket and the metrics endpoint.
+        const auto full_stats = [&] {
+            auto j = local_sa->stats();
+            coherence.add_stats(j);
+            j["master_known"] = local_sa->class_port_info().master().has_value();
+            return j;
+        };
         control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
             const auto cmd = req.value("cmd", "");
             if (cmd == "stats") {
-                auto j = local_sa->stats();
-                coherence.add_stats(j);
-                j["master_known"] = local_sa->class_port_info().master().has_value();
+                auto j = full_stats();
                 if (req.value("format", "json") == "prometheus")
                     return nlohmann::json{{"prometheus", prometheus_text(j)}};
                 return j;
@@ -159,6 +165,15 @@ int main(int argc, char** argv) {
         ServiceNotifier notifier(
             io.get_executor(), [&] { return local_sa->class_port_info().master().has_value(); },
             [&] { return local_sa->stats(); }, ServiceNotifier::Config{});
+
+        // Bound before privileges drop (a port below 1024 needs them).
+        std::unique_ptr<MetricsServer> metrics;
+        if (!o.metrics_listen.empty()) {
+            metrics =
+                std::make_unique<MetricsServer>(io, MetricsServer::parse_listen(o.metrics_listen),
+                                                [&] { return prometheus_text(full_stats()); });
+            spdlog::info("metrics: GET http://{}/metrics", o.metrics_listen);
+        }
 
         boost::asio::signal_set stop(io, SIGINT, SIGTERM);
         stop.async_wait([&](auto, int sig) {

@@ -1,5 +1,7 @@
 #include "daemon/options.hpp"
 
+#include "daemon/metrics_server.hpp"
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -103,8 +105,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "log-level", po::value(&o.log_level)->default_value("info"),
         "trace, debug, info, warn, error, critical or off")(
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
-        "user", po::value(&o.user),
-        "run as this user once the devices and the control socket are open")(
+        "metrics-listen", po::value(&o.metrics_listen),
+        "serve GET /metrics (Prometheus) on [ADDR:]PORT (default: off; a bare port listens on "
+        "127.0.0.1)")("user", po::value(&o.user),
+                      "run as this user once the devices and the control socket are open")(
         "check-config", "check the command line and --config, print the settings in effect as a "
                         "configuration file and exit (status 0: valid, 2: not)");
 
@@ -218,6 +222,13 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");
+    if (!o.metrics_listen.empty()) {
+        try {
+            MetricsServer::parse_listen(o.metrics_listen);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError("--metrics-listen '" + o.metrics_listen + "': " + e.what());
+        }
+    }
     if (o.sim != "auto" && o.sim != "on" && o.sim != "off")
         throw UsageError("--sim must be auto, on or off");
 

@@ -22,6 +22,8 @@ struct DaemonOptions {
     std::string sim = "auto";
     // After opening the devices: switch to this user (empty: stay, capabilities dropped anyway).
     std::string user;
+    // Prometheus endpoint, "[ADDR:]PORT" (empty: none; a bare port listens on 127.0.0.1).
+    std::string metrics_listen;
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };

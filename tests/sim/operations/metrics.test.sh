@@ -3,7 +3,8 @@
 # --format prometheus` passes promtool's exposition check and carries the same counts as the
 # JSON; `localsactl health` says OK (exit 0) while localsad serves with its master answering,
 # WARNING (1) with an empty kernel redirect table is covered by the unit tests, and CRITICAL (2)
-# once localsad is gone.
+# once localsad is gone. --metrics-listen serves the same text over HTTP (GET /metrics, 404 and
+# 405 otherwise), also while another client holds a connection without sending anything.
 # Usage: metrics.test.sh BUILD_BIN_DIR
 set -uo pipefail
 
@@ -13,7 +14,8 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 PROMTOOL=$(command -v promtool || echo "${LOCALSA_CACHE:-/var/cache/localsa}/promtool/promtool")
 [[ -x $PROMTOOL ]] || { echo "FAIL - no promtool (scripts/setup fetches it)"; exit 1; }
 start_fabric metrics
-start_localsad
+METRICS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_localsad --metrics-listen "$METRICS_PORT"
 check "localsad starts" test -S "$CTL"
 mapfile -t LIDS < <("$FABRIC" lid --dir "$WORK/fabric" --all | awk '{print $2}')
 OWN_LID=${LIDS[1]}
@@ -35,6 +37,30 @@ check "... the port's info series names its LID" \
 check "stats --format json is the plain JSON" sh -c "'$BIN/localsactl' --control '$CTL' stats --format json | python3 -c 'import json,sys; json.load(sys.stdin)[\"pr_requests\"]'"
 check "stats --format xml is refused (exit 2)" \
     sh -c "'$BIN/localsactl' --control '$CTL' stats --format xml 2>/dev/null; test \$? = 2"
+
+http() { # METHOD PATH: prints "STATUS CONTENT-TYPE" and writes the body to $WORK/http.body
+    python3 - "$1" "$METRICS_PORT" "$2" "$WORK/http.body" <<'PY'
+import http.client, sys
+method, port, path, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+c.request(method, path)
+r = c.getresponse()
+open(out, "wb").write(r.read())
+print(r.status, r.getheader("Content-Type"))
+PY
+}
+# A client that connects and never sends a request must not hold the endpoint.
+exec 7<>"/dev/tcp/127.0.0.1/$METRICS_PORT"
+check "GET /metrics: 200, the exposition's content type" \
+    test "$(http GET /metrics)" = "200 text/plain; version=0.0.4; charset=utf-8"
+check "... promtool accepts it" sh -c "'$PROMTOOL' check metrics <'$WORK/http.body' >/dev/null 2>&1"
+check "... the same requests counted as over the control socket" \
+    grep -q '^localsa_pr_requests_total{ca="[^"]*",port="1"} 5$' "$WORK/http.body"
+check "GET /other: 404" test "$(http GET /other | cut -d' ' -f1)" = 404
+check "POST /metrics: 405" test "$(http POST /metrics | cut -d' ' -f1)" = 405
+exec 7>&-
+check "a bad --metrics-listen is refused at start (exit 2)" \
+    sh -c "'$BIN/localsad' --metrics-listen 1.2.3:99999 --check-config >/dev/null 2>&1; test \$? = 2"
 
 health=$(ctl health); rc=$?
 echo "# health: $health"
