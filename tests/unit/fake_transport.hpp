@@ -49,6 +49,29 @@ inline sa::Gid gid(std::uint64_t guid) {
     return sa::Gid::from_parts(0xfe80000000000000ULL, guid);
 }
 
+// The records of a GetTable(PathRecord) answer from this port (kOwnLid, GUID 0x100003) to each
+// (GUID, LID) destination, as the master's preload tables carry them.
+inline std::vector<std::uint8_t>
+table_records(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> dests,
+              bool reversible = true) {
+    std::vector<std::uint8_t> out;
+    for (auto [guid, dlid] : dests) {
+        sa::PathRecord r;
+        r.sgid = gid(0x100003);
+        r.dgid = gid(guid);
+        r.slid = kOwnLid;
+        r.dlid = dlid;
+        r.reversible = reversible;
+        r.pkey = 0xffff;
+        r.mtu = 4;
+        r.rate = 7;
+        r.packet_life = 18;
+        const auto b = r.bytes();
+        out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+}
+
 // A SubnAdmGet(PathRecord) for SGID -> DGID, as a kernel consumer sends it.
 inline std::vector<std::uint8_t> path_request(std::uint64_t tid, std::uint64_t dguid,
                                               std::uint8_t method = mad::method::kGet,

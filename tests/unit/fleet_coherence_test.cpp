@@ -48,26 +48,6 @@ std::vector<std::uint8_t> report_mad(std::uint16_t trap, std::uint64_t guid, std
     return r.pack();
 }
 
-std::vector<std::uint8_t>
-table_of(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> d) {
-    std::vector<std::uint8_t> out;
-    for (auto [guid, dlid] : d) {
-        sa::PathRecord r;
-        r.sgid = gid(0x100003);
-        r.dgid = gid(guid);
-        r.slid = kOwnLid;
-        r.dlid = dlid;
-        r.reversible = true;
-        r.pkey = 0xffff;
-        r.mtu = 4;
-        r.rate = 7;
-        r.packet_life = 18;
-        const auto b = r.bytes();
-        out.insert(out.end(), b.begin(), b.end());
-    }
-    return out;
-}
-
 // The master's GetTable answer to `request` carrying `records`.
 std::vector<std::uint8_t> table_answer(const std::vector<std::uint8_t>& request,
                                        const std::vector<std::uint8_t>& records) {
@@ -369,7 +349,7 @@ TEST_CASE("preload asks with the full-member PKey, keyed as the kernel asks",
           "[coherence][preload]") {
     PreloadedPort port({0x7fff, 0x8001, 0x0001}); // 0x0001: the limited form of 0x8001
     port.coh.start();
-    const auto tables = port.serve(table_of({{0x100005, 8}}));
+    const auto tables = port.serve(table_records({{0x100005, 8}}));
     REQUIRE(tables.size() == 2);
     CHECK(mad::load_be16(tables[0].bytes, 56 + 50) == 0x8001);
     CHECK(mad::load_be16(tables[1].bytes, 56 + 50) == 0xffff);
@@ -384,7 +364,7 @@ TEST_CASE("preload asks with the full-member PKey, keyed as the kernel asks",
 TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence][preload]") {
     PreloadedPort port;
     port.coh.start();
-    REQUIRE(port.serve(table_of({{0x100005, 8}})).size() == 1);
+    REQUIRE(port.serve(table_records({{0x100005, 8}})).size() == 1);
     port.report(sa::trap::kGidOutOfService, 0x100009, 0x700);
     port.report(sa::trap::kGidInService, 0x100009, 0x701);
     port.report(sa::trap::kCapabilityMaskChange, 0x100005, 0x702);
@@ -457,8 +437,8 @@ TEST_CASE("a preload table arriving after trap 65 does not bring the GID back",
     REQUIRE_FALSE(table.bytes.empty());
     port.report(sa::trap::kGidOutOfService, 0x100005, 0x800);
     // The master built the table before the port went: it still has it.
-    port.sa.dispatch(
-        from_lid(kSmLid, table_answer(table.bytes, table_of({{0x100005, 8}, {0x100007, 11}}))));
+    port.sa.dispatch(from_lid(
+        kSmLid, table_answer(table.bytes, table_records({{0x100005, 8}, {0x100007, 11}}))));
     port.transport.take();
     port.sa.dispatch(from_lid(kOwnLid, kernel_request(9, 0x100005)));
     auto sent = port.transport.take();
@@ -509,7 +489,7 @@ TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
           "[preload][wrong]") {
     cache::PreloadTable t;
     const auto now = cache::Clock::now();
-    t.replace(std::nullopt, table_of({{0x100005, 8}}), now + 1min);
+    t.replace(std::nullopt, table_records({{0x100005, 8}}), now + 1min);
     sa::PathRecord r;
     r.dgid = gid(0x100005);
     using namespace sa::pr_mask;

@@ -15,27 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::uint8_t>
-table_records(std::initializer_list<std::pair<std::uint64_t, std::uint16_t>> dests,
-              bool reversible = true) {
-    std::vector<std::uint8_t> out;
-    for (auto [guid, dlid] : dests) {
-        sa::PathRecord r;
-        r.sgid = gid(0x100003);
-        r.dgid = gid(guid);
-        r.slid = kOwnLid;
-        r.dlid = dlid;
-        r.reversible = reversible;
-        r.pkey = 0xffff;
-        r.mtu = 4;
-        r.rate = 7;
-        r.packet_life = 18;
-        const auto b = r.bytes();
-        out.insert(out.end(), b.begin(), b.end());
-    }
-    return out;
-}
-
 sa::PathRecord request_record(std::uint64_t dguid) {
     sa::PathRecord r;
     r.sgid = gid(0x100003);
