@@ -79,6 +79,8 @@ public:
 
     std::size_t outstanding() const { return in_flight_.size(); }
     std::size_t queued() const { return queue_.size() + background_queue_.size(); }
+    // True while a BUSY from the master holds every query of the node back.
+    bool held_back() const { return Clock::now() < held_until_; }
     const UpstreamConfig& config() const { return config_; }
     // New limits and timeouts apply from the next try; queries in flight keep their tries left.
     void set_config(const UpstreamConfig& config);
