@@ -196,6 +196,36 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
         CHECK(s.to.lid == 7);
 }
 
+TEST_CASE("coherence: a resync that found the port down re-subscribes once a poll finds it "
+          "active, also when the poll saw no change",
+          "[coherence]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), transport, {});
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.preload = false;
+    cc.port_poll = 3'600'000ms; // polled by hand below
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    // A short flap between two polls: the resync's delayed half runs while the port is down,
+    // and the next poll finds the port as it was at the last one.
+    coh.resync("client re-register");
+    transport.state.state = 2;
+    io.run_for(10ms);
+    CHECK(transport.take().empty());
+    transport.state.state = 4;
+    coh.poll_port();
+    io.run_for(10ms);
+    auto again = transport.take();
+    // ClassPortInfo and the six subscriptions.
+    CHECK(again.size() == 1 + std::size(coherence::kSubscribedTraps));
+    coh.poll_port();
+    io.run_for(10ms);
+    CHECK(transport.take().empty()); // once only
+}
+
 namespace {
 
 // The master's answer to `request` with `status` and no record (OpenSM echoes the request).

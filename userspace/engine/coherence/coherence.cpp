@@ -21,7 +21,8 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
     : executor_(executor), parts_(std::move(parts)), config_(config), refresh_timer_(executor),
       port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor),
       check_timer_(executor), resync_timer_(executor),
-      random_state_(std::random_device{}() | std::uint64_t{1} << 40) {
+      random_state_(std::random_device{}() | std::uint64_t{1} << 40),
+      last_port_(parts_.transport.port()) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
@@ -422,6 +423,7 @@ void Coherence::resync(const std::string& why) {
     out_of_service_.clear();
     subscribed_.clear();
     in_flight_.clear(); // answers to the older generation's Sets are ignored
+    resync_waits_for_port_ = false;
     parts_.path_records.new_generation();
     parts_.class_port_info.forget();
     // The cache goes at once (nothing stale is served); asking the master again waits a random
@@ -439,8 +441,13 @@ void Coherence::resync(const std::string& why) {
 }
 
 void Coherence::resync_background(std::uint64_t generation) {
-    if (generation != generation_ || !parts_.transport.port().active())
-        return; // another resync follows, or the port comes back active (a resync itself)
+    if (generation != generation_)
+        return; // another resync follows
+    // Down now: the next port poll that finds it active runs this, also when the port came
+    // back between two polls and the poll sees no change (no resync of its own then).
+    resync_waits_for_port_ = !parts_.transport.port().active();
+    if (resync_waits_for_port_)
+        return;
     parts_.class_port_info.refresh();
     subscribe_all(true);
     if (config_.preload)
@@ -487,8 +494,6 @@ void Coherence::poll_port() {
     }
     const auto before = last_port_;
     last_port_ = now;
-    if (now == before)
-        return;
     if (!now.active()) {
         if (before.active())
             spdlog::warn("port {} not active (state {}): answering nothing from the cache",
@@ -509,6 +514,8 @@ void Coherence::poll_port() {
         why = "GID changed";
     if (!why.empty())
         resync(why);
+    else if (resync_waits_for_port_)
+        resync_background(generation_);
 }
 
 void Coherence::reconfigure(const CoherenceConfig& config) {

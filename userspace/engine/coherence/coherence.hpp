@@ -97,6 +97,9 @@ public:
     // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
     void resync(const std::string& why);
     void add_stats(nlohmann::json& stats) const;
+    // One port poll, as the poll timer runs it: a resync when the port came back active or its
+    // SM, LID, PKeys or GID changed.
+    void poll_port();
     // Applies a new refresh rate, port poll period and preload period (from the next timer
     // run); subscribing and preloading on or off are fixed at start.
     void reconfigure(const CoherenceConfig& config);
@@ -117,7 +120,6 @@ private:
                       std::uint64_t generation);
     void schedule_refresh();
     void schedule_port_poll();
-    void poll_port();
     std::size_t invalidate_gid(const sa::Gid& gid);
     bool is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const;
 
@@ -134,6 +136,7 @@ private:
     std::uint64_t random_state_;
     std::string preload_state_ = "idle";
     bool preload_running_ = false;
+    bool resync_waits_for_port_ = false; // a resync found the port down: the poll finishes it
     transport::PortState last_port_;
     // Traps held at the master: our own (when subscribing) and those clients asked for.
     std::set<std::uint16_t> wanted_;
