@@ -293,6 +293,34 @@ TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream
     CHECK(count_attr(transport.take(), mad::attr::kPathRecord, kSmLid) == 2);
 }
 
+TEST_CASE("the last try before the requester's deadline waits for a slow master, whose answer "
+          "then serves the next requester",
+          "[upstream][budget]") {
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.upstream.try_timeout = 30ms;
+    lc.upstream.retries = 2;
+    lc.path_record.requester_deadline = 30ms; // as the defaults: deadline = one try
+    LocalSa sa(io.get_executor(), transport, lc);
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    // The try waits the patience of all three tries: no retry could start after it.
+    CHECK(sent[0].timeout == 90ms);
+    io.run_for(60ms); // past one try: the master is slow
+    CHECK(transport.take().empty());
+    sa.dispatch(from_lid(kSmLid, master_path_answer(sent[0].bytes, 8)));
+    CHECK(sa.counters().upstream_late_responses == 0);
+    CHECK(sa.cache().size() == 1);
+    transport.take();
+    sa.dispatch(from_lid(kOwnLid, path_request(2, 0x100005)));
+    sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid); // a hit
+    CHECK(sa.counters().upstream_requests == 1);
+}
+
 // ------------------------------------------------------------------ 2. preload per event
 
 namespace {

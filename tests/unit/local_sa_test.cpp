@@ -55,7 +55,9 @@ TEST_CASE("a PathRecord miss goes to the master once, then hits", "[local_sa]") 
     auto sent = f.transport.take();
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].to.lid == kSmLid);
-    CHECK(sent[0].timeout == f.config.upstream.try_timeout);
+    // The requester's deadline (200 ms) passes within one try (200 ms): no retry can follow,
+    // so the one try waits what all three would have.
+    CHECK(sent[0].timeout == f.config.upstream.try_timeout * (f.config.upstream.retries + 1));
     // Same question, our own TID in the low 32 bits, the MAD layer's upper bits untouched.
     CHECK(low_tid(sent[0].bytes) != 0x42);
     CHECK(std::equal(request.begin() + 16, request.end(), sent[0].bytes.begin() + 16));

@@ -149,7 +149,13 @@ void UpstreamClient::transmit(Query& q) {
     master.sl = port.sm_sl;
     ++counters_.upstream_requests;
     q.sent_to = port.sm_lid;
-    const auto timeout = q.options.try_timeout.value_or(config_.try_timeout);
+    auto timeout = q.options.try_timeout.value_or(config_.try_timeout);
+    // A try that ends past the requester's deadline is the last one (no try starts after it):
+    // it waits what the tries left would have, so that the answer of a master slower than one
+    // try still lands in the cache for the next requester, and is not thrown away as late.
+    // (A BUSY answer within the deadline still gets its retry: tries_left is kept.)
+    if (q.options.deadline && q.tries_left > 0 && Clock::now() + timeout >= *q.options.deadline)
+        timeout *= q.tries_left + 1;
     // No master right now (SM LID 0 after a port event): the try expires like a lost MAD and a
     // later try may reach the new master.
     if (port.sm_lid == 0)
