@@ -66,7 +66,8 @@ fabric_start() {
     read -ra relay_extra <<<"${LOCALSA_RELAY_ARGS:-}"
     for ((i = 0; i < VM_NDEV; i++)); do
         "$relay" --device "/dev/simhca$i" --node "${nodes[$i]}" "${relay_extra[@]}" \
-            --log-level "${VM_RELAY_LOG:-info}" >"$VM_FABRIC_DIR/relay-$i.log" 2>&1 &
+            --counters-file "$VM_FABRIC_DIR/relay-$i.counters" \
+            --log-level "${LOCALSA_RELAY_LOG:-${VM_RELAY_LOG:-info}}" >"$VM_FABRIC_DIR/relay-$i.log" 2>&1 &
         FABRIC_PIDS+=($!)
     done
     fabric_wait 30 grep -q "attached to ibsim" "$VM_FABRIC_DIR/relay-$((VM_NDEV - 1)).log" ||

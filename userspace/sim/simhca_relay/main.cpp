@@ -37,7 +37,14 @@ int main(int argc, char** argv) {
         "drop-seed", po::value(&opts.drop_seed)->default_value(1), "seed of the loss injection")(
         "drop-rate-file", po::value(&opts.drop_rate_file),
         "read the drop rate from this file every poll period (tests change it at run time)")(
-        "log-level", po::value(&level)->default_value("info"), "trace, debug, info, warn, error");
+        "sa-delay-ms", po::value(&opts.sa_delay_ms)->default_value(0),
+        "a slow master: hold every SA answer (class 0x03 response) on its way to the kernel\n"
+        "this long (ms)")("sa-delay-file", po::value(&opts.sa_delay_file),
+                          "read the SA answer delay (ms) from this file every poll period")(
+        "counters-file", po::value(&opts.counters_file),
+        "write the relay's counters (MADs each way, SA requests to the fabric) to this file\n"
+        "every poll period")("log-level", po::value(&level)->default_value("info"),
+                             "trace, debug, info, warn, error");
     po::variables_map vm;
     try {
         po::store(po::parse_command_line(argc, argv, desc), vm);
@@ -48,6 +55,8 @@ int main(int argc, char** argv) {
         po::notify(vm);
         if (opts.drop_rate < 0.0 || opts.drop_rate > 1.0)
             throw std::invalid_argument("--drop-rate must be between 0 and 1");
+        if (opts.sa_delay_ms < 0)
+            throw std::invalid_argument("--sa-delay-ms must not be negative");
     } catch (const std::exception& e) {
         std::cerr << "simhca-relay: " << e.what() << "\n" << desc << "\n";
         return 2;
@@ -72,9 +81,9 @@ int main(int argc, char** argv) {
         const auto& c = relay.counters();
         spdlog::info(
             "stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
-            "{} + {} dropped by loss injection",
+            "{} + {} dropped by loss injection, {} SA answers delayed",
             c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.dropped_to_fabric,
-            c.dropped_to_kernel);
+            c.dropped_to_kernel, c.delayed_to_kernel);
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         return 1;

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 #include <spdlog/spdlog.h>
@@ -16,6 +18,9 @@ namespace simhca_relay {
 namespace {
 
 constexpr std::uint32_t kIsSm = 1u << 1; // PortInfo:CapabilityMask.IsSM
+constexpr std::uint8_t kSaClass = 0x03;
+constexpr std::uint8_t kResponseBit = 0x80;
+constexpr int kPathRecordAttr = 0x0035;
 
 std::uint16_t wire_lid(std::uint32_t field) {
     return ntohs(static_cast<std::uint16_t>(field));
@@ -87,6 +92,11 @@ void Relay::from_device() {
                           p.mad[1]);
             continue;
         }
+        if (p.mad[1] == kSaClass && !(p.mad[3] & kResponseBit)) {
+            ++counters_.sa_requests_to_fabric;
+            if ((p.mad[16] << 8 | p.mad[17]) == kPathRecordAttr)
+                ++counters_.pr_requests_to_fabric;
+        }
         tids_.outgoing(p.mad);
         spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid,
                       m.mad.dqpn, p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
@@ -130,9 +140,53 @@ void Relay::from_fabric(SimClient& c) {
         m.mad.length = sizeof m.mad.data;
         spdlog::trace("<- slid {} sqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.slid,
                       m.mad.sqpn, p->mad[1], p->mad[3], p->mad[16] << 8 | p->mad[17]);
+        if (opts_.sa_delay_ms > 0 && p->mad[1] == kSaClass && (p->mad[3] & kResponseBit)) {
+            delayed_.emplace_back(
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.sa_delay_ms), m);
+            ++counters_.delayed_to_kernel;
+            continue;
+        }
         write_device(m);
         ++counters_.to_kernel;
     }
+}
+
+void Relay::reload_sa_delay() {
+    std::ifstream in(opts_.sa_delay_file);
+    int ms = 0;
+    if (!(in >> ms) || ms < 0 || ms == opts_.sa_delay_ms)
+        return;
+    opts_.sa_delay_ms = ms;
+    spdlog::info("slow master: SA answers to the kernel held {} ms", ms);
+}
+
+void Relay::release_delayed() {
+    const auto now = std::chrono::steady_clock::now();
+    while (!delayed_.empty() && delayed_.front().first <= now) {
+        write_device(delayed_.front().second);
+        ++counters_.to_kernel;
+        delayed_.pop_front();
+    }
+}
+
+void Relay::write_counters() const {
+    // Written aside and renamed: a reader never sees half a file.
+    const auto tmp = opts_.counters_file + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << "to_fabric " << counters_.to_fabric << "\nto_kernel " << counters_.to_kernel
+            << "\nsa_requests_to_fabric " << counters_.sa_requests_to_fabric
+            << "\npr_requests_to_fabric " << counters_.pr_requests_to_fabric
+            << "\ndelayed_to_kernel " << counters_.delayed_to_kernel << "\n";
+    }
+    if (std::rename(tmp.c_str(), opts_.counters_file.c_str()) != 0)
+        spdlog::warn("rename {}: {}", tmp, errno_text());
+}
+
+std::optional<std::chrono::steady_clock::time_point> Relay::next_release() const {
+    if (delayed_.empty())
+        return std::nullopt;
+    return delayed_.front().first;
 }
 
 void Relay::set_local_capmask(std::uint32_t mask) {
@@ -183,8 +237,9 @@ void Relay::run(int stop_fd) {
         if (is_sm_)
             fds[2].fd = is_sm_->data_fd();
         const auto now = std::chrono::steady_clock::now();
+        const auto wake = std::min(next_poll, next_release().value_or(next_poll));
         const int wait = static_cast<int>(std::max<std::int64_t>(
-            0, std::chrono::duration_cast<std::chrono::milliseconds>(next_poll - now).count()));
+            0, std::chrono::ceil<std::chrono::milliseconds>(wake - now).count()));
         const int n = ::poll(fds, 4, wait);
         if (n < 0 && errno != EINTR)
             throw std::runtime_error("poll: " + errno_text());
@@ -200,8 +255,13 @@ void Relay::run(int stop_fd) {
             if (fds[0].revents & POLLIN)
                 from_device();
         }
+        release_delayed();
         if (std::chrono::steady_clock::now() >= next_poll) {
             mirror_port();
+            if (!opts_.sa_delay_file.empty())
+                reload_sa_delay();
+            if (!opts_.counters_file.empty())
+                write_counters();
             if (!opts_.drop_rate_file.empty() && loss_.reload_from(opts_.drop_rate_file))
                 spdlog::info(
                     "loss injection: dropping {} of the GMPs in each direction ({} dropped so far)",

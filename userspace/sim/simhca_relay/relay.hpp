@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,11 @@ struct Options {
     double drop_rate = 0; // share of GMPs dropped in each direction (loss.hpp)
     std::uint64_t drop_seed = 1;
     std::string drop_rate_file; // if set: the rate is read from it every poll period
+    // A slow master: SA answers (class 0x03, response methods) on their way to the kernel are
+    // held this long; read from the file every poll period when set.
+    int sa_delay_ms = 0;
+    std::string sa_delay_file;
+    std::string counters_file; // if set: the counters are written to it every poll period
 };
 
 struct Counters {
@@ -32,6 +38,9 @@ struct Counters {
     std::uint64_t port_updates = 0;
     std::uint64_t dropped_to_fabric = 0;
     std::uint64_t dropped_to_kernel = 0;
+    std::uint64_t delayed_to_kernel = 0;
+    std::uint64_t sa_requests_to_fabric = 0; // what the node asks of the master SA
+    std::uint64_t pr_requests_to_fabric = 0; // ... of which PathRecord queries
 };
 
 class Relay {
@@ -52,6 +61,10 @@ private:
     void mirror_port();
     void set_local_capmask(std::uint32_t mask);
     void write_device(const simhca_msg& m);
+    void reload_sa_delay();
+    void release_delayed();
+    void write_counters() const;
+    std::optional<std::chrono::steady_clock::time_point> next_release() const;
 
     Options opts_;
     int dev_fd_ = -1;
@@ -63,6 +76,9 @@ private:
     std::array<std::uint8_t, 64> node_info_{};
     Counters counters_;
     std::chrono::steady_clock::time_point next_expire_{};
+    // SA answers held by the slow-master injection, in the order they are due (one delay for
+    // all: arrival order is due order).
+    std::deque<std::pair<std::chrono::steady_clock::time_point, simhca_msg>> delayed_;
 };
 
 } // namespace simhca_relay

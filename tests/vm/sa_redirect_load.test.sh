@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# vm test: a job start through sa_redirect while the master is slow. 8-host ibsim fabric,
+# OpenSM on simhca0, localsad on simhca1 with sa_redirect=simhca1:1=self and a cold cache
+# (--no-preload); the relays hold every SA answer for LOCALSA_SLOW_MS (default 400 ms, twice
+# sa_redirect_timeout_ms) on its way to the kernel: a master slower than the redirect's timeout.
+# localsa_test path_burst sends a burst of concurrent path queries to each other host in turn.
+#   - cold: each query the kernel gave localsad falls back to the master by itself after the
+#     timeout (that query only: the port stays redirected) and every query is answered;
+#   - localsad's own query for each destination still fills its cache, however slow the master,
+#     within its patience (--upstream-timeout-ms x tries): the second round is answered by
+#     localsad at once, no query falls back, nothing reaches the master.
+# The master's load is counted on the wire: the PathRecord queries simhca1's relay carries to
+# the fabric (every one that leaves the node).
+# Usage: tests/vm/sa_redirect_load.test.sh 6.1|6.12
+# vm-lines: 6.12
+set -euo pipefail
+if [[ ${1:-} != --guest ]]; then
+    LINE=${1:?usage: $0 6.1|6.12}
+    cd "$(dirname "$0")/../.."
+    t0=$SECONDS
+    rc=0
+    LOCALSA_RELAY_ARGS="--sa-delay-file /tmp/sa-delay" \
+        bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout 400 \
+        --modparam 'ib_core:sa_redirect=simhca1:1=self' \
+        -- bash tests/vm/sa_redirect_load.test.sh --guest || rc=$?
+    echo "sa_redirect_load $LINE: $((SECONDS - t0)) s"
+    exit $rc
+fi
+set +e
+# shellcheck source=tests/vm/lib/vm-checks.sh
+. "$(dirname "$0")/lib/vm-checks.sh"
+
+BIN=${LOCALSA_BUILD:-$PWD/build}/bin
+CTL=/tmp/localsad.sock
+DBG=/sys/kernel/debug/localsa_test
+RDBG=/sys/kernel/debug/ib_sa/simhca1/redirect
+SLOW_MS=${LOCALSA_SLOW_MS:-400}
+PER_DEST=${LOCALSA_LOAD_PER_DEST:-20}
+cd /tmp
+echo 0 >/tmp/sa-delay
+
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+    python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+op() { # op NAME ARGS...: run a localsa_test operation on simhca1 port 1, print its result
+    local name=$1
+    shift
+    echo "simhca1 1 $*" >"$DBG/$name" || { echo "status=write-failed"; return 0; }
+    cat "$DBG/$name"
+}
+val() { sed -n "s/.*\\b$1=\\(-\\{0,1\\}[0-9]*\\).*/\\1/p" <<<"$2"; }
+redir() { awk -v n="$1" '$1 == "1" { print $n }' "$RDBG"; }
+state_is() { [[ $(redir 3) == "$1" ]]; }
+# PathRecord queries that left simhca1 for the fabric: the master's path load from this node
+# (the kernel's queries to localsad stay on the port)
+to_master() { awk '$1 == "pr_requests_to_fabric" { print $2 }' "$VM_FABRIC_DIR/relay-1.counters"; }
+delayed() { awk '$1 == "delayed_to_kernel" { print $2 }' "$VM_FABRIC_DIR/relay-1.counters"; }
+
+# round: PER_DEST concurrent queries to each destination in turn (localsa_test runs one
+# operation at a time). Sets R_OK R_COUNT R_LOST R_FAILED and R_MEAN_MAX (the largest of the
+# bursts' mean latencies), and prints each burst's result.
+round() {
+    local d r m
+    R_OK=0 R_COUNT=0 R_MEAN_MAX=0 R_LOST=0 R_FAILED=0
+    for d in "${DESTS[@]}"; do
+        r=$(op path_burst "$d" "$PER_DEST")
+        echo "     $d: $r"
+        R_OK=$((R_OK + $(val ok "$r")))
+        R_COUNT=$((R_COUNT + $(val count "$r")))
+        R_LOST=$((R_LOST + $(val lost "$r")))
+        R_FAILED=$((R_FAILED + $(val etimedout "$r") + $(val other "$r")))
+        m=$(val mean_ms "$r")
+        ((m > R_MEAN_MAX)) && R_MEAN_MAX=$m
+    done
+}
+
+check "localsa_test loads" modprobe localsa_test
+REDIR_MS=$(cat /sys/module/ib_core/parameters/sa_redirect_timeout_ms)
+OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' \
+    "$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)")
+"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --no-preload --spread-ms 0 \
+    >/tmp/localsad.log 2>&1 &
+DAEMON=$!
+trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
+check "the redirect is in force" wait_until 30 state_is redirect
+# (no process substitution: the guest has no /dev/fd)
+mapfile -t DESTS <<<"$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" \
+    --table | sed -n 's/^dlid=.* dgid=\(.*\)$/\1/p' | grep -vx "$OWN_GID" | sort -u)"
+check "destinations: ${#DESTS[@]} other hosts" test "${#DESTS[@]}" -ge 4
+TOTAL=$((${#DESTS[@]} * PER_DEST))
+
+echo "$SLOW_MS" >/tmp/sa-delay
+slow_on() { test "$(delayed)" -gt 0; }
+timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "${DESTS[0]}" >/dev/null
+check "the relay holds SA answers ${SLOW_MS} ms" wait_until 5 slow_on
+"$BIN/localsactl" --control "$CTL" flush >/dev/null
+m0=$(to_master) fb0=$(redir 5) up0=$(stat_of upstream_requests)
+
+echo "--- cold round: $TOTAL queries to ${#DESTS[@]} destinations, master answers after ${SLOW_MS} ms"
+round
+m1=$(to_master) fb1=$(redir 5) up1=$(stat_of upstream_requests)
+eq "cold: every query answered" "$TOTAL" "$R_OK"
+eq "cold: none lost, timed out or failed" "0 0" "$R_LOST $R_FAILED"
+eq "cold: the port stays redirected" redirect "$(redir 3)"
+check "cold: the queries localsad could not answer in time fell back one by one ($fb0 -> $fb1)" \
+    test $((fb1 - fb0)) -le "$TOTAL"
+echo "     cold: PathRecord queries to the master: $((m1 - m0)) for $TOTAL queries" \
+    "(localsad $((up1 - up0)), kernel fall-backs $((fb1 - fb0)))"
+check "cold: localsad asked the master once per destination ($((up1 - up0)))" \
+    test $((up1 - up0)) -le $((${#DESTS[@]} * 2))
+
+# localsad's queries are answered after SLOW_MS: give the last of them time to land
+sleep $(((SLOW_MS * 3 + 999) / 1000))
+echo "--- warm round: the same queries, the master still slow"
+mc=$(to_master) fb1=$(redir 5)
+round
+m2=$(to_master) fb2=$(redir 5)
+eq "warm: every query answered" "$TOTAL" "$R_OK"
+eq "warm: none lost, timed out or failed" "0 0" "$R_LOST $R_FAILED"
+eq "warm: no query fell back to the master" "$fb1" "$fb2"
+eq "warm: no PathRecord query reached the master" 0 $((m2 - mc))
+check "warm: answered locally, mean latency ${R_MEAN_MAX} ms < ${REDIR_MS} ms" \
+    test "$R_MEAN_MAX" -lt "$REDIR_MS"
+eq "warm: the port stays redirected" redirect "$(redir 3)"
+
+echo "--- the same round without the redirect (the kernel asks the master itself), master as slow"
+echo '' >/sys/module/ib_core/parameters/sa_redirect
+m2=$(to_master)
+round
+m3=$(to_master)
+eq "no redirect: every query answered" "$TOTAL" "$R_OK"
+echo "     PathRecord queries at the master for $TOTAL kernel queries: without localsa" \
+    "$((m3 - m2)); through localsad: cold $((m1 - m0)), warm $((m2 - mc))"
+check "cold through localsad: at most one query more per destination than without it" \
+    test $((m1 - m0)) -le $((m3 - m2 + ${#DESTS[@]} * 2))
+
+echo 0 >/tmp/sa-delay
+if [[ ${LOCALSA_RELAY_LOG:-} == trace ]]; then
+    echo "--- PathRecord queries simhca1 sent, by destination LID and method"
+    grep -- '-> dlid .* class 0x03 method 0x.. attr 0x0035' "$VM_FABRIC_DIR/relay-1.log" |
+        awk '{ c[$6 " method " $12]++ } END { for (k in c) print "     dlid " k ": " c[k] }'
+fi
+check "localsa_test unloads" rmmod localsa_test
+check "no kernel warning, BUG, lockdep or atomic-sleep report" bash -c \
+    '! dmesg | grep -E "WARNING:|BUG:|Oops|INFO: possible|circular locking|sleeping function called|KASAN|UBSAN"'
+finish
