@@ -70,10 +70,8 @@ void setup_logging(const DaemonOptions& o) {
 
 void reload_configuration(const std::vector<std::string>& args, DaemonOptions& running,
                           LocalSa& local_sa, coherence::Coherence& coherence) {
-    if (running.config_file.empty()) {
-        spdlog::warn("SIGHUP: no --config file given, nothing to reload");
-        return;
-    }
+    // The command line again: it names the file, or the default one is read if it exists now
+    // (as `--check-config`, which the unit's reload runs first, reads it).
     std::vector<const char*> argv;
     for (const auto& a : args)
         argv.push_back(a.c_str());
@@ -82,11 +80,19 @@ void reload_configuration(const std::vector<std::string>& args, DaemonOptions& r
         parsed = parse_command_line(static_cast<int>(argv.size()), argv.data());
     } catch (const UsageError& e) {
         spdlog::error("SIGHUP: configuration {} not reloaded, the running configuration stays: {}",
-                      running.config_file, e.what());
+                      running.config_file.empty() ? default_config_file() : running.config_file,
+                      e.what());
         return;
     }
     if (!parsed.options)
         return;
+    if (parsed.options->config_file.empty()) {
+        spdlog::warn("SIGHUP: no configuration file (no --config, and {} does not exist): "
+                     "nothing to reload",
+                     default_config_file());
+        return;
+    }
+    running.config_file = parsed.options->config_file;
     const auto outcome = apply_reload(running, *parsed.options, local_sa, coherence);
     for (const auto& change : outcome.applied)
         spdlog::info("SIGHUP: {}", change);

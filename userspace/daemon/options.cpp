@@ -264,4 +264,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     return result;
 }
 
+const char* default_config_file() {
+    return LOCALSA_DEFAULT_CONFIG;
+}
+
 } // namespace localsa

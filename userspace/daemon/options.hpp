@@ -39,6 +39,9 @@ struct ParsedCommandLine {
 };
 
 // Throws UsageError with a message naming the bad option or value.
+// The file read when --config is not given and it exists (the build's sysconfdir).
+const char* default_config_file();
+
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]);
 
 // True when this process runs under umad2sim (the ibsim client library).
