@@ -36,6 +36,26 @@ inline constexpr std::uint64_t kPreference = 1ULL << 22;
 inline constexpr std::uint64_t kDefined = (1ULL << 23) - 1 - (1ULL << 7);
 } // namespace pr_mask
 
+// Byte offsets of the fields in a PathRecord's 64-byte wire form (IBA 15.2.5.16), for code that
+// reads records in place; the bit fields share the words named after their first field.
+namespace pr_offset {
+inline constexpr std::size_t kServiceId = 0;
+inline constexpr std::size_t kDgid = 8;
+inline constexpr std::size_t kDgidInterfaceId = 16; // the DGID's lower half (the GUID)
+inline constexpr std::size_t kSgid = 24;
+inline constexpr std::size_t kDlid = 40;
+inline constexpr std::size_t kSlid = 42;
+inline constexpr std::size_t kRawTrafficFlowLabelHopLimit = 44; // 32 bits
+inline constexpr std::size_t kTClass = 48;
+inline constexpr std::size_t kReversibleNumbPath = 49;
+inline constexpr std::size_t kPKey = 50;
+inline constexpr std::size_t kQosClassSl = 52; // 16 bits
+inline constexpr std::size_t kMtu = 54;        // with its selector
+inline constexpr std::size_t kRate = 55;
+inline constexpr std::size_t kPacketLife = 56;
+inline constexpr std::size_t kPreference = 57;
+} // namespace pr_offset
+
 struct PathRecord {
     static constexpr std::size_t kSize = 64;
 

@@ -6,13 +6,14 @@
 namespace localsa::cache {
 
 using namespace sa::pr_mask;
+namespace pr_offset = sa::pr_offset;
 
 void PreloadTable::index(Table& t) {
     t.by_dguid.clear();
     t.by_dlid.clear();
     for (std::size_t i = 0; i < t.records.size(); ++i) {
-        t.by_dguid.emplace(mad::load_be64(t.records[i], 16), i);
-        t.by_dlid.emplace(mad::load_be16(t.records[i], 40), i);
+        t.by_dguid.emplace(mad::load_be64(t.records[i], pr_offset::kDgidInterfaceId), i);
+        t.by_dlid.emplace(mad::load_be16(t.records[i], pr_offset::kDlid), i);
     }
 }
 
@@ -36,8 +37,8 @@ std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
     for (auto& [pkey, t] : tables_) {
         const auto before = t.records.size();
         std::erase_if(t.records, [&](const Record& r) {
-            return std::memcmp(r.data() + 8, gid.raw.data(), 16) == 0 ||
-                   std::memcmp(r.data() + 24, gid.raw.data(), 16) == 0;
+            return std::memcmp(r.data() + pr_offset::kDgid, gid.raw.data(), 16) == 0 ||
+                   std::memcmp(r.data() + pr_offset::kSgid, gid.raw.data(), 16) == 0;
         });
         n += before - t.records.size();
         index(t);
@@ -50,7 +51,8 @@ std::size_t PreloadTable::erase_lid(std::uint16_t lid) {
     for (auto& [pkey, t] : tables_) {
         const auto before = t.records.size();
         std::erase_if(t.records, [&](const Record& r) {
-            return mad::load_be16(r, 40) == lid || mad::load_be16(r, 42) == lid;
+            return mad::load_be16(r, pr_offset::kDlid) == lid ||
+                   mad::load_be16(r, pr_offset::kSlid) == lid;
         });
         n += before - t.records.size();
         index(t);
@@ -79,12 +81,13 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return std::nullopt; // not one destination: a table question, for the master
     if (!(mask & (kSgid | kSlid)))
         return std::nullopt; // no source named: the master picks the sources
-    if ((mask & kSgid) && std::memcmp(req.data() + 24, own.raw.data(), 16) != 0)
+    if ((mask & kSgid) && std::memcmp(req.data() + pr_offset::kSgid, own.raw.data(), 16) != 0)
         return std::nullopt;
-    if ((mask & kNumbPath) && (req[49] & 0x7f) == 0)
+    if ((mask & kNumbPath) && (req[pr_offset::kReversibleNumbPath] & 0x7f) == 0)
         return std::nullopt;
-    const auto pkey =
-        (mask & kPKey) ? std::optional<std::uint16_t>{mad::load_be16(req, 50)} : std::nullopt;
+    const auto pkey = (mask & kPKey)
+                          ? std::optional<std::uint16_t>{mad::load_be16(req, pr_offset::kPKey)}
+                          : std::nullopt;
     auto it = tables_.find(pkey);
     if (it == tables_.end() || it->second.expires <= now)
         return std::nullopt;
@@ -97,22 +100,25 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
                 return false;
             return std::memcmp(req.data() + off + 1, r.data() + off + 1, len - 1) == 0;
         };
-        if ((mask & kDgid) && !same(8, 16))
+        if ((mask & kDgid) && !same(pr_offset::kDgid, 16))
             return false;
-        if ((mask & kDlid) && !same(40, 2))
+        if ((mask & kDlid) && !same(pr_offset::kDlid, 2))
             return false;
-        if ((mask & kSlid) && !same(42, 2))
+        if ((mask & kSlid) && !same(pr_offset::kSlid, 2))
             return false;
-        if ((mask & kReversible) && (req[49] & 0x80) && !(r[49] & 0x80))
+        constexpr auto kRevNumb = pr_offset::kReversibleNumbPath;
+        if ((mask & kReversible) && (req[kRevNumb] & 0x80) && !(r[kRevNumb] & 0x80))
             return false; // a reversible path is asked for, the table's is not
-        const auto w44q = mad::load_be32(req, 44), w44r = mad::load_be32(r, 44);
+        constexpr auto kW44 = pr_offset::kRawTrafficFlowLabelHopLimit;
+        const auto w44q = mad::load_be32(req, kW44), w44r = mad::load_be32(r, kW44);
         if ((mask & kFlowLabel) && ((w44q ^ w44r) & 0x0fffff00))
             return false;
         if ((mask & kHopLimit) && ((w44q ^ w44r) & 0xff))
             return false;
-        if ((mask & kTClass) && req[48] != r[48])
+        if ((mask & kTClass) && req[pr_offset::kTClass] != r[pr_offset::kTClass])
             return false;
-        const auto w52q = mad::load_be16(req, 52), w52r = mad::load_be16(r, 52);
+        constexpr auto kW52 = pr_offset::kQosClassSl;
+        const auto w52q = mad::load_be16(req, kW52), w52r = mad::load_be16(r, kW52);
         if ((mask & kQosClass) && ((w52q ^ w52r) & 0xfff0))
             return false;
         if ((mask & kSl) && ((w52q ^ w52r) & 0xf))
@@ -132,12 +138,12 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return true;
     };
     if (mask & kDgid) {
-        auto [b, e] = t.by_dguid.equal_range(mad::load_be64(req, 16));
+        auto [b, e] = t.by_dguid.equal_range(mad::load_be64(req, pr_offset::kDgidInterfaceId));
         for (auto i = b; i != e; ++i)
             if (!consider(i->second))
                 return std::nullopt;
     } else {
-        auto [b, e] = t.by_dlid.equal_range(mad::load_be16(req, 40));
+        auto [b, e] = t.by_dlid.equal_range(mad::load_be16(req, pr_offset::kDlid));
         for (auto i = b; i != e; ++i)
             if (!consider(i->second))
                 return std::nullopt;

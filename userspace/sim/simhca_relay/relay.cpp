@@ -21,6 +21,9 @@ constexpr std::uint32_t kIsSm = 1u << 1; // PortInfo:CapabilityMask.IsSM
 constexpr std::uint8_t kSaClass = 0x03;
 constexpr std::uint8_t kResponseBit = 0x80;
 constexpr int kPathRecordAttr = 0x0035;
+// QP1's well-known Q_Key (IBA 13.5.3.3); a MAD to QP0 carries none. (Test equipment below the
+// engine's layer: it does not include the codec's ib/constants.hpp.)
+constexpr std::uint32_t kGsiQkey = 0x80010000;
 
 std::uint16_t wire_lid(std::uint32_t field) {
     return ntohs(static_cast<std::uint16_t>(field));
@@ -127,7 +130,7 @@ void Relay::from_fabric(SimClient& c) {
         m.mad.slid = wire_lid(p->slid);
         m.mad.dqpn = ntohl(p->dqp);
         m.mad.sqpn = ntohl(p->sqp);
-        m.mad.qkey = m.mad.dqpn ? 0x80010000u : 0;
+        m.mad.qkey = m.mad.dqpn ? kGsiQkey : 0;
         m.mad.pkey_index = 0;
         if (last_)
             for (std::uint16_t i = 0; i < SIMHCA_PKEY_TBL_LEN; ++i)
