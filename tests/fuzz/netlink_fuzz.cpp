@@ -2,8 +2,9 @@
 // datagrams of any bytes and length (truncated and oversized attributes, unknown ops and types,
 // wrong lengths, several messages in one datagram). Beyond "no crash, no sanitizer report" it
 // checks the service's contract: every RESOLVE the kernel could have sent gets exactly one
-// reply at once (an error) or goes to the local SA (one upstream Get, answered later) and never
-// anything else; every reply is one well-formed message with the request's sequence number.
+// reply at once (an error) or waits for the local SA (which asks the master at most once; the
+// same question in flight is shared), and never anything else; every reply is one well-formed
+// message with the request's sequence number.
 #include "fuzz_check.hpp"
 
 #include "fake_transport.hpp"
@@ -52,25 +53,29 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         [](const std::string& device, int) { return device == "other0"; }, sa.counters());
     for (const auto& m : split.messages) {
         replies.clear();
-        const auto asked = umad.take().size();
-        (void)asked;
         const auto before_other = sa.counters().nl_other_port;
+        const auto before_pending = service.pending();
         service.on_message(m);
         const auto upstream = umad.take();
         const bool kernel_request =
             m.type == nl::ls_type(nl::LsOp::Resolve) && (m.flags & nl::flag::kRequest);
         if (!kernel_request) {
-            FUZZ_CHECK(replies.empty() && upstream.empty());
+            FUZZ_CHECK(replies.empty() && upstream.empty() && service.pending() == before_pending);
             continue;
         }
         const bool left_to_other = sa.counters().nl_other_port != before_other;
-        // one outcome: an error reply now, a Get to the master, or left to another port's SA
-        FUZZ_CHECK(replies.size() + upstream.size() + (left_to_other ? 1 : 0) == 1);
+        const bool waiting = service.pending() > before_pending;
+        // one outcome: a reply now, waiting for the local SA (which asked the master at most
+        // once: the same question in flight is shared), or left to another port's SA
+        FUZZ_CHECK(replies.size() + (waiting ? 1 : 0) + (left_to_other ? 1 : 0) == 1);
+        FUZZ_CHECK(upstream.size() <= (waiting ? 1u : 0u));
         for (const auto& r : replies) {
             const auto back = nl::split_messages(r);
             FUZZ_CHECK(!back.error && back.messages.size() == 1);
             FUZZ_CHECK(back.messages[0].seq == m.seq);
+            // nothing answered yet by the master here: only error replies
             FUZZ_CHECK(back.messages[0].flags == nl::flag::kLsErr);
+            FUZZ_CHECK(back.messages[0].payload.empty());
         }
     }
     return 0;
