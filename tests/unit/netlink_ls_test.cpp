@@ -459,3 +459,17 @@ TEST_CASE("a unidirectional RESOLVE asks no reversible path", "[netlink]") {
     CHECK(pr.tclass == 5);
     CHECK(pr.qos_class == 0x2a);
 }
+
+TEST_CASE("the answer to a query asked before a LID change still reaches the kernel", "[netlink]") {
+    ServiceFixture f;
+    f.kernel_sends(rdma_cm_resolve(51).bytes());
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    f.umad.state.lid = kOwnLid + 100;
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    auto replies = f.take_kernel();
+    REQUIRE(replies.size() == 1);
+    CHECK(only_message(replies[0]).seq == 51);
+    CHECK(only_message(replies[0]).flags == 0);
+    CHECK(f.umad.take().empty()); // nothing went to the port as a stray MAD
+}

@@ -189,8 +189,12 @@ void LocalService::resolve(const ResolveRequest& request) {
 
 bool LocalService::send(mad::Bytes mad, const transport::MadAddress& to,
                         std::chrono::milliseconds response_timeout) {
+    // An answer (response bit) with the service's TID marker: not the local SA's own query to
+    // the master, which keeps the requester's TID in its upper half. Not by the destination
+    // LID: after a LID change the answer to a request made before it still comes back here.
     if (to.qpn == kLocalQpn && mad.size() >= mad::kSaHeaderSize &&
-        (mad::tid_of(mad) >> 32) == kTidMarker && inner_.port().owns_lid(to.lid)) {
+        (mad[mad::offset::kMethod] & mad::method::kResponseBit) &&
+        (mad::tid_of(mad) >> 32) == kTidMarker) {
         answer(static_cast<std::uint32_t>(mad::tid_of(mad)), mad);
         return true;
     }
