@@ -7,11 +7,14 @@
 #include "engine/netlink/local_service.hpp"
 #include "ib/response.hpp"
 #include "transport/netlink/ls_message.hpp"
+#include "transport/netlink/ls_socket.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <linux/netlink.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/rdma_netlink.h>
@@ -472,4 +475,30 @@ TEST_CASE("the answer to a query asked before a LID change still reaches the ker
     CHECK(only_message(replies[0]).seq == 51);
     CHECK(only_message(replies[0]).flags == 0);
     CHECK(f.umad.take().empty()); // nothing went to the port as a stray MAD
+}
+
+TEST_CASE("other members of RDMA_NL_GROUP_LS are read from /proc/net/netlink", "[netlink]") {
+    const std::string path = "/tmp/localsa-unit-proc-net-netlink";
+    {
+        std::ofstream out(path);
+        out << "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    "
+               "Inode\n"
+            // ours, an ibacm-like member, a member of another RDMA group, a member of group 3 of
+            // another protocol, the kernel's own socket (port ids above pid_max: no process)
+            << "0000000000000001 20  3000000000 00000004 0        0        0     2        0        "
+               "1\n"
+            << "0000000000000002 20  3000000001 00000004 0        0        0     2        0        "
+               "2\n"
+            << "0000000000000003 20  3000000002 00000002 0        0        0     2        0        "
+               "3\n"
+            << "0000000000000004 0   3000000003 00000004 0        0        0     2        0        "
+               "4\n"
+            << "0000000000000005 20  0          00000000 0        0        0     2        0        "
+               "5\n";
+    }
+    CHECK(nl::other_ls_listeners(3000000000u, path.c_str()) == 1);
+    CHECK(nl::other_ls_listeners(3000000001u, path.c_str()) == 1);
+    CHECK(nl::other_ls_listeners(9999, path.c_str()) == 2);
+    CHECK(nl::other_ls_listeners(3000000000u, "/nonexistent") == 0);
+    std::remove(path.c_str());
 }

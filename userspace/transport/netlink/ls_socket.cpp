@@ -105,6 +105,19 @@ void LsSocket::close() {
     descriptor_.close(ignored);
 }
 
+namespace {
+
+// The local SAs of the node's other ports are members too, each answering its own port: not
+// another listener. A process's first netlink socket gets its pid as port id (autobind), and
+// localsad opens no other before this one.
+bool is_local_sa(unsigned long port_id) {
+    std::ifstream comm("/proc/" + std::to_string(port_id) + "/comm");
+    std::string name;
+    return std::getline(comm, name) && name == "localsad";
+}
+
+} // namespace
+
 std::size_t other_ls_listeners(std::uint32_t own_port_id, const char* proc_file) {
     std::ifstream in(proc_file);
     std::string line;
@@ -118,7 +131,7 @@ std::size_t other_ls_listeners(std::uint32_t own_port_id, const char* proc_file)
         fields >> sk >> protocol >> pid >> std::hex >> groups;
         if (!fields || protocol != kProtocolRdma || pid == own_port_id)
             continue;
-        if (groups & (1ul << (kGroupLs - 1)))
+        if ((groups & (1ul << (kGroupLs - 1))) && !is_local_sa(pid))
             ++n;
     }
     return n;

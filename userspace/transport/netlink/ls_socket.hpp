@@ -50,7 +50,8 @@ private:
 // Other sockets on RDMA_NL_GROUP_LS than `own_port_id` (such as ibacm's), from /proc/net/netlink
 // (its Groups column: the first 32 groups of each socket). The kernel multicasts each RESOLVE to
 // every member and takes the first reply; another member's replies go to the kernel alone and
-// cannot be seen, so its membership is what is observable.
+// cannot be seen, so its membership is what is observable. The local SAs of other ports (a
+// member whose port id is the pid of a process named localsad) do not count.
 std::size_t other_ls_listeners(std::uint32_t own_port_id,
                                const char* proc_file = "/proc/net/netlink");
 
