@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -32,6 +33,7 @@ static_assert(nl::ls_type(nl::LsOp::Resolve) ==
 static_assert(nl::ls_type(nl::LsOp::SetTimeout) ==
               RDMA_NL_GET_TYPE(RDMA_NL_LS, RDMA_NL_LS_OP_SET_TIMEOUT));
 static_assert(nl::flag::kLsErr == RDMA_NL_LS_F_ERR);
+static_assert(nl::kTypeError == NLMSG_ERROR);
 static_assert(nl::attr::kMandatory == RDMA_NLA_F_MANDATORY);
 static_assert(nl::attr::kPathRecord == LS_NLA_TYPE_PATH_RECORD);
 static_assert(nl::attr::kTimeout == LS_NLA_TYPE_TIMEOUT);
@@ -501,4 +503,21 @@ TEST_CASE("other members of RDMA_NL_GROUP_LS are read from /proc/net/netlink", "
     CHECK(nl::other_ls_listeners(9999, path.c_str()) == 2);
     CHECK(nl::other_ls_listeners(3000000000u, "/nonexistent") == 0);
     std::remove(path.c_str());
+}
+
+TEST_CASE("a message the kernel refused is counted and said", "[netlink]") {
+    ServiceFixture f;
+    // NLMSG_ERROR: errno -EPERM, then the refused message's header
+    std::vector<std::uint8_t> b(NLMSG_HDRLEN + sizeof(nlmsgerr));
+    auto* h = reinterpret_cast<nlmsghdr*>(b.data());
+    h->nlmsg_len = static_cast<std::uint32_t>(b.size());
+    h->nlmsg_type = NLMSG_ERROR;
+    h->nlmsg_seq = 3;
+    reinterpret_cast<nlmsgerr*>(b.data() + NLMSG_HDRLEN)->error = -EPERM;
+    f.kernel_sends(b);
+    CHECK(f.sa->counters().send_errors == 1);
+    CHECK(f.take_kernel().empty());
+    reinterpret_cast<nlmsgerr*>(b.data() + NLMSG_HDRLEN)->error = 0; // an ack: nothing to say
+    f.kernel_sends(b);
+    CHECK(f.sa->counters().send_errors == 1);
 }

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace localsa::netlink {
 
@@ -134,6 +135,17 @@ void LocalService::on_message(const Message& message) {
                              "listener (netlink port {}, ibacm?): the kernel takes whichever "
                              "reply comes first; stop it or run localsad with --netlink off",
                              message.sender);
+        }
+        return;
+    }
+    if (message.type == kTypeError && message.payload.size() >= 4) {
+        // A reply or SET_TIMEOUT the kernel refused (EPERM: no CAP_NET_ADMIN at send time).
+        std::int32_t error = 0;
+        std::memcpy(&error, message.payload.data(), sizeof error);
+        if (error != 0) {
+            ++counters_->send_errors;
+            spdlog::warn("netlink: the kernel refused message {}: {}", message.seq,
+                         std::strerror(-error));
         }
         return;
     }

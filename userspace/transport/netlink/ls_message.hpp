@@ -32,6 +32,10 @@ constexpr std::uint16_t ls_type(LsOp op) {
     return static_cast<std::uint16_t>((kClientLs << 10) + static_cast<unsigned>(op));
 }
 
+// NLMSG_ERROR: the kernel's answer to a message it refused (an int errno, negative, then the
+// refused message's header).
+constexpr std::uint16_t kTypeError = 2;
+
 namespace flag {
 constexpr std::uint16_t kRequest = 0x1; // NLM_F_REQUEST
 constexpr std::uint16_t kLsErr = 0x100; // RDMA_NL_LS_F_ERR
