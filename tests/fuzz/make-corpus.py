@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus: tests/fuzz/corpus/{codec,dispatch}/. Run again after changing the
+"""Writes the seed corpus: tests/fuzz/corpus/{codec,dispatch,netlink}/. Run again after changing the
 input formats of the targets (codec_fuzz.cpp, dispatch_fuzz.cpp); inputs named regress-* are
 regression inputs found by fuzzing and are kept as they are."""
 import os
@@ -204,5 +204,43 @@ def events():
         write("dispatch", name, bytes(ops))
 
 
+def nl_attr(kind, data, length=None, mandatory=True):
+    head = struct.pack("<HH", 4 + len(data) if length is None else length,
+                       kind | (1 << 13 if mandatory else 0))
+    return head + data + b"\0" * (-len(data) % 4)
+
+
+def nl_resolve(seq=1, device=b"fake0", port=1, use=0, attrs=b"", flags=1, op=0):
+    body = device.ljust(64, b"\0") + bytes([port, use, 0, 0]) + attrs
+    return struct.pack("<IHHII", 16 + len(body), (4 << 10) + op, flags, seq, 0) + body
+
+
+def netlink():
+    """Datagrams of the kernel's netlink local path service (netlink_fuzz.cpp)."""
+    dgid = nl_attr(4, gid(0x100005))
+    sgid = nl_attr(5, gid(0x100003))
+    sid = nl_attr(3, struct.pack("<Q", 0x1060000))
+    pkey = nl_attr(7, struct.pack("<H", 0xFFFF))
+    rdma_cm = sid + dgid + sgid + pkey
+    seeds = {
+        "rdma-cm-route": nl_resolve(attrs=rdma_cm),
+        "ipoib-path": nl_resolve(use=1, attrs=dgid + sgid + nl_attr(6, b"\0") + pkey),
+        "qos-class": nl_resolve(attrs=dgid + sgid + nl_attr(8, struct.pack("<H", 0x12))),
+        "two-in-one": nl_resolve(seq=1, attrs=rdma_cm) + nl_resolve(seq=2, attrs=rdma_cm),
+        "other-port": nl_resolve(port=2, attrs=rdma_cm),
+        "other-device": nl_resolve(device=b"other0", attrs=rdma_cm),
+        "unknown-attr": nl_resolve(attrs=dgid + nl_attr(9, b"\1\2\3\4") + nl_attr(0x1FF, b"")),
+        "gid-short": nl_resolve(attrs=nl_attr(4, gid(5)[:12])),
+        "attr-oversized": nl_resolve(attrs=nl_attr(4, gid(5), length=200)),
+        "attr-truncated": nl_resolve(attrs=dgid + b"\x08\0"),
+        "set-timeout": nl_resolve(op=1, attrs=nl_attr(2, struct.pack("<I", 800), mandatory=False)),
+        "reply-not-request": nl_resolve(flags=0x100, attrs=rdma_cm),
+        "use-gmp": nl_resolve(use=2, attrs=dgid),
+    }
+    for name, data in seeds.items():
+        write("netlink", name, data)
+
+
 codec()
 dispatch()
+netlink()

@@ -16,6 +16,8 @@ ALLOWED = {
     "transport/": ["ib/"],
     "transport/umad/": ["ib/", "transport/transport.hpp"],
     "transport/sim/": ["ib/", "transport/transport.hpp"],
+    # The kernel's netlink local path service: its messages (bytes only) and its socket.
+    "transport/netlink/": [],
     # The engine's bottom: counters, sending (counted), the clock; every part of it uses them.
     "engine/counters.hpp": [],
     "engine/send.hpp": ["ib/", "transport/transport.hpp", "engine/counters.hpp"],
@@ -34,6 +36,10 @@ ALLOWED = {
     "engine/coherence/": ["ib/", "transport/transport.hpp", "engine/counters.hpp", "engine/send.hpp",
                           "engine/clock.hpp", "engine/upstream/", "engine/cache/",
                           "engine/events/", "engine/handlers/"],
+    # The netlink local path service: RESOLVE turned into the Get ib_sa would send, answered by
+    # the dispatcher through the transport it wraps.
+    "engine/netlink/": ["ib/", "transport/transport.hpp", "transport/netlink/ls_message.hpp",
+                        "engine/counters.hpp"],
     # The dispatcher: wires every part of the engine; SMInfo answering is a simulator quirk.
     "engine/": ["ib/", "transport/transport.hpp", "transport/sim/", "engine/"],
     "control/": [],

@@ -44,8 +44,10 @@ MGID2=ff12:1e2e::2
 cd /tmp
 
 section() { echo "--- $* (guest time ${SECONDS} s)"; }
+# --netlink off: this test is about the MAD path (sa_redirect, and the stock control run where
+# localsad sees nothing); the netlink service, asked before any MAD, is tests/vm/netlink.test.sh's
 start_localsad() {
-    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --spread-ms 1000 \
+    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --spread-ms 1000 --netlink off \
         >>/tmp/localsad.log 2>&1 &
     DAEMON=$!
 }

@@ -10,11 +10,14 @@
 #include "daemon/service_notifier.hpp"
 #include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
+#include "engine/netlink/local_service.hpp"
 #include "ib/mad.hpp"
+#include "transport/netlink/ls_socket.hpp"
 #include "transport/umad/umad_transport.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/syslog_sink.h>
@@ -135,10 +138,27 @@ int main(int argc, char** argv) {
         topt.claim_issm = o.local_sa.answer_sminfo;
         transport::UmadTransport umad(topt, io.get_executor(),
                                       [&](transport::InboundMad in) { local_sa->dispatch(in); });
-        local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
+        // The kernel's netlink path queries enter the local SA as its own port's Gets; their
+        // answers come back through this transport (it wraps umad).
+        netlink::LocalServiceConfig nl_config;
+        nl_config.answer_budget =
+            o.local_sa.upstream.try_timeout * (1 + o.local_sa.upstream.retries);
+        netlink::LocalService netlink_service(io.get_executor(), umad, nl_config);
+        local_sa = std::make_unique<LocalSa>(io.get_executor(), netlink_service, o.local_sa);
         coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
 
         const auto port = umad.port();
+        // Joined before privileges drop (CAP_NET_ADMIN); without it the kernel asks the SA.
+        std::unique_ptr<netlink::LsSocket> nl_socket;
+        std::size_t nl_other_listeners = 0;
+        boost::asio::steady_timer listener_check(io);
+        if (o.netlink) {
+            try {
+                nl_socket = std::make_unique<netlink::LsSocket>(io.get_executor());
+            } catch (const netlink::SocketError& e) {
+                spdlog::warn("netlink local path service not answered: {}", e.what());
+            }
+        }
         const auto control_path =
             o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
         // The counters and gauges, for the control socket and the metrics endpoint.
@@ -146,6 +166,9 @@ int main(int argc, char** argv) {
             auto j = local_sa->stats();
             coherence.add_stats(j);
             j["master_known"] = local_sa->class_port_info().master().has_value();
+            j["nl_listening"] = nl_socket != nullptr;
+            j["nl_other_listeners"] = nl_other_listeners;
+            j["nl_pending"] = netlink_service.pending();
             return j;
         };
         control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
@@ -185,6 +208,7 @@ int main(int argc, char** argv) {
         stop.async_wait([&](auto, int sig) {
             spdlog::info("signal {}: shutting down", sig);
             notifier.stopping();
+            listener_check.cancel();
             coherence.shutdown([&] { io.stop(); });
         });
         std::signal(SIGPIPE, SIG_IGN);
@@ -204,7 +228,53 @@ int main(int argc, char** argv) {
 
         // Everything that needs privileges is open: the umad and issm devices, the control
         // socket. Before any thread starts (capabilities are per thread).
-        spdlog::info("privileges dropped: {}", drop_privileges(o.user));
+        spdlog::info("privileges dropped: {}", drop_privileges(o.user, nl_socket != nullptr));
+
+        // Another listener on RDMA_NL_GROUP_LS (ibacm) answers the same RESOLVEs; the kernel
+        // takes whichever reply comes first. Said at start and whenever the number changes.
+        std::function<void()> check_listeners = [&] {
+            const auto n = netlink::other_ls_listeners(nl_socket->port_id());
+            if (n != nl_other_listeners) {
+                if (n)
+                    spdlog::warn("netlink: {} other listener(s) on RDMA_NL_GROUP_LS (ibacm?) "
+                                 "answer the kernel's path queries too; the kernel takes the "
+                                 "first reply: stop ibacm or run localsad with --netlink off",
+                                 n);
+                else
+                    spdlog::info("netlink: localsad is the only listener on RDMA_NL_GROUP_LS");
+            }
+            nl_other_listeners = n;
+            listener_check.expires_after(std::chrono::seconds{10});
+            listener_check.async_wait([&](auto ec) {
+                if (!ec)
+                    check_listeners();
+            });
+        };
+        if (nl_socket) {
+            netlink_service.connect(
+                [&](netlink::Bytes m) { return nl_socket->send(m); },
+                [&](const transport::InboundMad& in) { local_sa->dispatch(in); },
+                [](const std::string& device, int p) {
+                    // The local SA of that port has its control socket where localsactl
+                    // looks for it.
+                    struct stat st {};
+                    return ::stat(control::default_socket_path(device, p).c_str(), &st) == 0 &&
+                           S_ISSOCK(st.st_mode);
+                },
+                local_sa->counters());
+            nl_socket->start([&](const netlink::Message& m) { netlink_service.on_message(m); },
+                             [&](const char* why) {
+                                 ++local_sa->counters().nl_malformed;
+                                 spdlog::warn("netlink: {}", why);
+                             });
+            if (!netlink_service.send_set_timeout())
+                spdlog::warn("netlink: SET_TIMEOUT refused: {}", std::strerror(errno));
+            nl_other_listeners = 0;
+            check_listeners();
+            spdlog::info("netlink: answering the kernel's path queries for {} port {} "
+                         "(RDMA_NL_GROUP_LS, answer budget {} ms)",
+                         port.ca, port.port, nl_config.answer_budget.count());
+        }
 
         umad.start();
         local_sa->start();

@@ -107,8 +107,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
         "metrics-listen", po::value(&o.metrics_listen),
         "serve GET /metrics (Prometheus) on [ADDR:]PORT (default: off; a bare port listens on "
-        "127.0.0.1)")("user", po::value(&o.user),
-                      "run as this user once the devices and the control socket are open")(
+        "127.0.0.1)")("netlink", po::value(&o.netlink)->default_value(true),
+                      "answer the kernel's netlink path queries (RDMA_NL_LS) for this port: on "
+                      "or off")(
+        "user", po::value(&o.user),
+        "run as this user once the devices and the control socket are open")(
         "check-config", "check the command line and --config, print the settings in effect as a "
                         "configuration file and exit (status 0: valid, 2: not)");
 

@@ -24,6 +24,8 @@ struct DaemonOptions {
     std::string user;
     // Prometheus endpoint, "[ADDR:]PORT" (empty: none; a bare port listens on 127.0.0.1).
     std::string metrics_listen;
+    // Answer the kernel's netlink local path service (RDMA_NL_LS) for this port.
+    bool netlink = true;
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };

@@ -1,6 +1,7 @@
 #include "daemon/privileges.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <grp.h>
 #include <linux/capability.h>
@@ -35,20 +36,26 @@ Account look_up(const std::string& user) {
     return {found->pw_uid, found->pw_gid};
 }
 
-bool capability_sets_empty() {
+// True when the capability sets hold `kept` (a CAP_* bit in the first word, or 0) and nothing
+// else; `kept` only in the effective and permitted sets.
+bool capability_sets_hold_only(std::uint32_t kept) {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2]{};
     if (::syscall(SYS_capget, &header, data) != 0)
         return false;
-    for (const auto& d : data)
-        if (d.effective || d.permitted || d.inheritable)
-            return false;
-    return true;
+    return data[0].effective == kept && data[0].permitted == kept && !data[0].inheritable &&
+           !data[1].effective && !data[1].permitted && !data[1].inheritable;
+}
+
+bool capability_sets_empty() {
+    return capability_sets_hold_only(0);
 }
 
 } // namespace
 
-std::string drop_privileges(const std::string& user) {
+std::string drop_privileges(const std::string& user, bool keep_net_admin) {
+    const int kept_cap = keep_net_admin ? CAP_NET_ADMIN : -1;
+    const std::uint32_t kept_bits = keep_net_admin ? 1u << CAP_NET_ADMIN : 0;
     // Resolve the account first: NSS may need files this process cannot open afterwards.
     const auto account = user.empty() ? Account{::getuid(), ::getgid()} : look_up(user);
 
@@ -60,6 +67,8 @@ std::string drop_privileges(const std::string& user) {
     const bool had_capabilities = !capability_sets_empty();
     bool bounding_emptied = had_capabilities;
     for (int cap = 0; bounding_emptied && cap <= 63; ++cap) {
+        if (cap == kept_cap)
+            continue;
         if (::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 1 ||
             ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
             continue;
@@ -71,6 +80,9 @@ std::string drop_privileges(const std::string& user) {
         fail("PR_CAP_AMBIENT_CLEAR_ALL");
 
     if (!user.empty()) {
+        // The permitted set survives the change of uid only when asked (effective is cleared).
+        if (keep_net_admin && ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0)
+            fail("PR_SET_KEEPCAPS");
         if (::setgroups(0, nullptr) != 0)
             fail("setgroups");
         if (::setresgid(account.gid, account.gid, account.gid) != 0)
@@ -81,15 +93,19 @@ std::string drop_privileges(const std::string& user) {
     // Also as root: uid 0 without capabilities keeps only the rights of a file's owner.
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2]{};
+    data[0].effective = data[0].permitted = kept_bits;
     if (::syscall(SYS_capset, &header, data) != 0)
-        fail("capset");
-    if (!capability_sets_empty()) {
+        fail(keep_net_admin ? "capset (keeping CAP_NET_ADMIN)" : "capset");
+    if (keep_net_admin)
+        ::prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
+    if (!capability_sets_hold_only(kept_bits)) {
         errno = EPERM;
-        fail("capabilities still present after capset");
+        fail("capabilities other than the kept ones present after capset");
     }
-    return std::string(bounding_emptied ? "no capabilities (bounding set empty, no_new_privs)"
-                                        : "no capabilities (bounding set kept: no CAP_SETPCAP; "
-                                          "no_new_privs)") +
+    const std::string kept = keep_net_admin ? "CAP_NET_ADMIN only" : "no capabilities";
+    return kept +
+           (bounding_emptied ? " (bounding set emptied of the rest, no_new_privs)"
+                             : " (bounding set kept: no CAP_SETPCAP; no_new_privs)") +
            ", uid " + std::to_string(::getuid()) + " gid " + std::to_string(::getgid());
 }
 

@@ -16,6 +16,9 @@ class PrivilegeError : public std::runtime_error {
 // groups. The open file descriptors (umad, issm, control socket) keep working: the kernel checks
 // their permissions at open time. Returns a one-line description for the log. Throws
 // PrivilegeError when a step fails (the daemon must not run with privileges it meant to shed).
-std::string drop_privileges(const std::string& user);
+// `keep_net_admin`: CAP_NET_ADMIN stays in the bounding, permitted and effective sets (and
+// nothing else): the kernel checks it on every message sent to its netlink local path service
+// (RDMA_NL_ADMIN_PERM, on the sending task), so answering that service needs it for good.
+std::string drop_privileges(const std::string& user, bool keep_net_admin = false);
 
 } // namespace localsa

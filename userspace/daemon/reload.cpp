@@ -85,6 +85,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     note(r, "sim", running.sim, fresh.sim);
     note(r, "user", running.user, fresh.user);
     note(r, "metrics-listen", running.metrics_listen, fresh.metrics_listen);
+    note(r, "netlink", running.netlink, fresh.netlink);
     note(r, "cache-max-entries", running.local_sa.cache_max_entries,
          fresh.local_sa.cache_max_entries);
     note(r, "max-client-subscriptions", running.local_sa.max_client_subscriptions,

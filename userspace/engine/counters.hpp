@@ -58,7 +58,14 @@ namespace localsa {
     X(subscriptions_lost)                                                                          \
     X(preload_transactions)                                                                        \
     X(stale_served)                                                                                \
-    X(stale_refused)
+    X(stale_refused)                                                                               \
+    X(nl_resolves)                                                                                 \
+    X(nl_answered)                                                                                 \
+    X(nl_errors)                                                                                   \
+    X(nl_timeouts)                                                                                 \
+    X(nl_other_port)                                                                               \
+    X(nl_malformed)                                                                                \
+    X(nl_foreign_replies)
 
 struct Counters {
 #define LOCALSA_COUNTER_FIELD(name) std::uint64_t name = 0;

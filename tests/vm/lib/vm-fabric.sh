@@ -73,10 +73,19 @@ fabric_start() {
     fabric_wait 30 grep -q "attached to ibsim" "$VM_FABRIC_DIR/relay-$((VM_NDEV - 1)).log" ||
         { fabric_log "relays did not attach"; tail -n 5 "$VM_FABRIC_DIR"/relay-*.log "$VM_FABRIC_DIR/ibsim.log" >&2; return 1; }
 
+    # LOCALSA_VM_COUNT_SA=1: OpenSM logs every SA request it dispatches (counted from opensm.log), as
+    # scripts/fabric up --count-sa does: DEBUG for the SA MAD controller only.
+    local osm_conf=()
+    if [[ ${LOCALSA_VM_COUNT_SA:-} == 1 ]]; then
+        echo "osm_sa_mad_ctrl.c 0x0F" >"$VM_FABRIC_DIR/per-module-logging.conf"
+        printf 'per_module_logging_file %s\nforce_log_flush TRUE\n' \
+            "$VM_FABRIC_DIR/per-module-logging.conf" >"$VM_FABRIC_DIR/opensm.conf"
+        osm_conf=(-F "$VM_FABRIC_DIR/opensm.conf")
+    fi
     local guid
     guid=$(sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g' /sys/class/infiniband/simhca0/ports/1/gids/0)
     OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
-        opensm -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} \
+        opensm "${osm_conf[@]}" -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} \
         >"$VM_FABRIC_DIR/opensm.out" 2>&1 &
     VM_OPENSM_PID=$!
     export VM_OPENSM_PID
