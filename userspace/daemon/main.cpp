@@ -142,25 +142,31 @@ int main(int argc, char** argv) {
             j["master_known"] = local_sa->class_port_info().master().has_value();
             return j;
         };
-        control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
-            const auto cmd = req.value("cmd", "");
-            if (cmd == "stats") {
-                auto j = full_stats();
-                if (req.value("format", "json") == "prometheus")
-                    return nlohmann::json{{"prometheus", prometheus_text(j)}};
-                return j;
-            }
-            if (cmd == "dump")
-                return nlohmann::json{{"entries", dump_cache(local_sa->cache())}};
-            if (cmd == "flush") {
-                const auto n = local_sa->cache().size();
-                local_sa->cache().clear();
-                local_sa->preload().clear(); // its paths would otherwise be served again
-                spdlog::info("cache flushed on request ({} entries)", n);
-                return nlohmann::json{{"flushed", n}};
-            }
-            return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
-        });
+        control::ControlServer control(
+            io, control_path,
+            [&](const nlohmann::json& req) {
+                const auto cmd = req.value("cmd", "");
+                if (cmd == "stats") {
+                    auto j = full_stats();
+                    if (req.value("format", "json") == "prometheus")
+                        return nlohmann::json{{"prometheus", prometheus_text(j)}};
+                    return j;
+                }
+                if (cmd == "flush") {
+                    const auto n = local_sa->cache().size();
+                    local_sa->cache().clear();
+                    local_sa->preload().clear(); // its paths would otherwise be served again
+                    spdlog::info("cache flushed on request ({} entries)", n);
+                    return nlohmann::json{{"flushed", n}};
+                }
+                return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
+            },
+            [&](const nlohmann::json& req) -> std::unique_ptr<control::ReplyStream> {
+                // In slices between MADs: a whole dump holds the loop for seconds.
+                if (req.value("cmd", "") == "dump")
+                    return cache_dump_stream(local_sa->cache());
+                return nullptr;
+            });
 
         ServiceNotifier notifier(
             io.get_executor(), [&] { return local_sa->class_port_info().master().has_value(); },
