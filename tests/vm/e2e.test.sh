@@ -52,7 +52,7 @@ start_localsad() {
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
 # stat_of KEY: one of localsad's counters (stats prints one "key": value per line; no
 # python here, its start-up costs a second under TCG)
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
 # the master's answer (localsactl straight to the SM LID from simhca1): the record's fields
