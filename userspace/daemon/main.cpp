@@ -2,6 +2,7 @@
 #include "control/client.hpp"
 #include "daemon/cache_dump.hpp"
 #include "daemon/control_server.hpp"
+#include "daemon/kernel_redirect.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/metrics_server.hpp"
 #include "daemon/options.hpp"
@@ -135,11 +136,16 @@ int main(int argc, char** argv) {
         const auto port = umad.port();
         const auto control_path =
             o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
+        // Opened now: debugfs is root's, privileges drop below.
+        KernelRedirectFile kernel_redirect(kernel_redirect_path(port.ca),
+                                           static_cast<unsigned>(port.port));
         // The counters and gauges, for the control socket and the metrics endpoint.
         const auto full_stats = [&] {
             auto j = local_sa->stats();
             coherence.add_stats(j);
             j["master_known"] = local_sa->class_port_info().master().has_value();
+            if (const auto k = kernel_redirect.read())
+                j["kernel_redirect"] = k->to_json();
             return j;
         };
         control::ControlServer control(
