@@ -15,6 +15,10 @@ for src in list((root / "userspace/engine").rglob("*.cpp")) + [root / "userspace
     gauges |= set(re.findall(r'j\["([a-z_]+)"\]\s*=', src.read_text()))
 known = {f"localsa_{c}_total" for c in counters} | {f"localsa_{g}" for g in gauges}
 known |= {"localsa_preload_state", "localsa_port_info"}
+# The kernel's sa_redirect of the port (daemon/metrics.cpp, when debugfs is readable).
+known |= {"localsa_kernel_redirected_total", "localsa_kernel_fallen_back_total",
+          "localsa_kernel_probed_total", "localsa_kernel_redirect_target",
+          "localsa_kernel_redirect_state"}
 errors = []
 if not dashboard.get("panels"):
     errors.append("no panels")

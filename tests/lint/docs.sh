@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# docs/localsad.md (the man page) documents every option localsad and localsactl accept and every
-# counter localsad reports; docs/localsad.conf.example is a valid configuration whose options exist.
+# docs/localsad.md (the man page) documents every option localsad and localsactl (each subcommand)
+# accept and every counter localsad reports; docs/localsad.conf.example is a valid configuration whose options exist.
 #   tests/lint/docs.sh BIN_DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:?usage: tests/lint/docs.sh BIN_DIR}
 doc=docs/localsad.md
 missing=0
+# every subcommand of localsactl has its own --help
+helps() {
+    if [[ $1 == localsactl ]]; then
+        for sub in "" stats dump flush health "query pr" "query sa" "query raw"; do
+            # shellcheck disable=SC2086 # the subcommand's words
+            "$bin/localsactl" $sub --help 2>&1
+        done
+    else
+        "$bin/$1" --help 2>&1
+    fi
+}
 for tool in localsad localsactl; do
-    options=$("$bin/$tool" --help 2>&1 | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
+    options=$(helps "$tool" | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u)
     [[ -n "$options" ]] || { echo "docs: $tool --help lists no options" >&2; exit 1; }
     for o in $options; do
         if ! grep -qE -- "\`$o[\` ]|$o[ =]" "$doc"; then

@@ -77,10 +77,12 @@ for f in /usr/sbin/localsad /usr/bin/localsactl; do
     [[ -x $f ]] || fail "$f missing"
 done
 /usr/sbin/localsad --version | grep -q "^localsad $version" || fail "installed localsad --version"
+/usr/bin/localsactl --version | grep -q "^localsactl $version" || fail "installed localsactl --version"
 for f in /lib/systemd/system/localsad@.service /lib/systemd/system/localsa.service \
     /lib/udev/rules.d/90-localsa.rules /usr/lib/sysusers.d/localsa.conf \
     /usr/libexec/localsa/start-on-all-ports /usr/share/man/man8/localsad.8.gz \
-    /usr/share/doc/localsa/copyright /etc/localsa/localsad.conf; do
+    /usr/share/doc/localsa/copyright /etc/localsa/localsad.conf \
+    /usr/share/bash-completion/completions/localsactl; do
     [[ -e $f ]] || fail "$f missing"
 done
 dpkg-query -W -f='${Conffiles}\n' localsa | grep -q ' /etc/localsa/localsad.conf ' ||

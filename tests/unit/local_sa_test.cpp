@@ -10,7 +10,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
+#include <sstream>
 #include <thread>
 
 using namespace localsa;
@@ -422,6 +425,33 @@ TEST_CASE("ClassPortInfo is answered locally once the master's is known", "[loca
     // 3 tries of 200 ms: 4.096 us * 2^18 = 1.07 s covers them, 2^17 would not.
     CHECK(cpi.resp_time_value == 18);
     CHECK(f.sa->counters().cpi_answered == 1);
+}
+
+TEST_CASE("a storm of Reports is logged in a few lines, every Report still acknowledged",
+          "[local_sa][log]") {
+    Fixture f;
+    std::ostringstream text;
+    const auto previous = spdlog::default_logger();
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(text)));
+    for (std::uint64_t tid = 1; tid <= 100; ++tid) {
+        mad::SaMad r;
+        r.header.method = mad::method::kReport;
+        r.header.attr_id = mad::attr::kNotice;
+        r.header.tid = tid;
+        sa::Notice n;
+        n.trap_number = sa::trap::kGidOutOfService;
+        n.pack(r.data);
+        f.deliver(from_lid(kSmLid, r.pack()));
+    }
+    spdlog::set_default_logger(previous);
+    CHECK(f.transport.take().size() == 100);
+    CHECK(f.sa->counters().reports_received == 100);
+    std::size_t lines = 0;
+    std::istringstream in(text.str());
+    for (std::string line; std::getline(in, line);)
+        lines += line.find("Report: trap 65") != std::string::npos;
+    CHECK(lines == kEventLogBurst);
 }
 
 TEST_CASE("Reports are acknowledged and handed on", "[local_sa]") {

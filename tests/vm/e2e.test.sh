@@ -54,7 +54,7 @@ start_localsad() {
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
 # stat_of KEY: one of localsad's counters (stats prints one "key": value per line; no
 # python here, its start-up costs a second under TCG)
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
 # the master's answer (localsactl straight to the SM LID from simhca1): the record's fields
@@ -168,6 +168,15 @@ check "localsad served the kernel's $n PathRecord queries ($pr0 -> $(stat_of pr_
     test "$(stat_of pr_requests)" -ge $((pr0 + n))
 check "ib_sa redirected them ($rd0 -> $(redir 4))" test "$(redir 4)" -ge $((rd0 + n))
 eq "none fell back to the SM" "$fb0" "$(redir 5)"
+# the same counters in localsad's metrics (it runs as root here: debugfs is readable)
+prom=$(timeout 10 "$BIN/localsactl" --control "$CTL" stats --format prometheus)
+k_rd=$(sed -n 's/^localsa_kernel_redirected_total{ca="simhca1",port="1"} //p' <<<"$prom")
+check "metrics: the kernel's redirected count ($k_rd)" \
+    test -n "$k_rd" -a "${k_rd:-0}" -ge $((rd0 + n)) -a "${k_rd:-0}" -le "$(redir 4)"
+eq "metrics: ... its fallbacks" "$(redir 5)" \
+    "$(sed -n 's/^localsa_kernel_fallen_back_total{ca="simhca1",port="1"} //p' <<<"$prom")"
+eq "metrics: ... its state" 1 \
+    "$(sed -n 's/^localsa_kernel_redirect_state{ca="simhca1",port="1",state="redirect"} //p' <<<"$prom")"
 up0=$(stat_of upstream_requests)
 pr1=$(stat_of pr_requests)
 for d in "${DESTS[@]}"; do

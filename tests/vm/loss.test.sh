@@ -34,13 +34,13 @@ echo 0 >/tmp/drop-rate
     >/tmp/localsad.log 2>&1 &
 DAEMON=$!
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
-stat_of() { "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 preloaded() { [[ $(stat_of preload_state 2>/dev/null) == "done" ]]; }
 check "localsad preloads this port's paths" wait_until 30 preloaded
 rss() { awk '$1 == "VmRSS:" {print $2}' "/proc/$DAEMON/status"; }
 OWN_LID=$(port_lid 1)
-OWN_GID=$("$BIN/localsactl" --control "$CTL" stats |
+OWN_GID=$("$BIN/localsactl" --control "$CTL" -j stats |
     python3 -c "import json,sys; print(json.load(sys.stdin)['port']['gid'])")
 dlids=$("$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table |
     sed -n 's/^dlid=\([0-9]*\) .*/\1/p' | paste -sd,)

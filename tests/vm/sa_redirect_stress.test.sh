@@ -45,7 +45,7 @@ start_localsad() {
     DAEMON=$!
 }
 trap 'kill -CONT $DAEMON 2>/dev/null; kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
 op() { # op NAME ARGS...: run a localsa_test operation on simhca1 port 1, print its result

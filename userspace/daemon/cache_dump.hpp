@@ -1,14 +1,22 @@
-// `localsactl dump`: every cached answer as JSON.
+// `localsactl dump`: every cached answer as JSON, {"entries": [...]}, written in slices.
 #pragma once
 
+#include "daemon/control_server.hpp"
 #include "engine/cache/path_cache.hpp"
 
-#include <nlohmann/json.hpp>
+#include <cstddef>
+#include <memory>
 
 namespace localsa {
 
-// Runs on the thread that serves MADs and holds it for the whole cache (tests/bench
-// BM_DumpCache measures how long).
-nlohmann::json dump_cache(const cache::PathCache& cache);
+// Answers per slice: ~11 ms of the thread that serves MADs (tests/bench BM_DumpCache measures
+// the longest slice), far below the kernel's sa_redirect_timeout_ms (200 ms).
+inline constexpr std::size_t kDumpSliceEntries = 1024;
+
+// The dump of `cache` as an answer line in slices of `per_slice` answers, taken in storage order
+// while the cache goes on serving and changing (PathCache::scan says what such a dump holds). The
+// cache must outlive the stream's use; a flush ends the dump.
+std::unique_ptr<control::ReplyStream> cache_dump_stream(const cache::PathCache& cache,
+                                                        std::size_t per_slice = kDumpSliceEntries);
 
 } // namespace localsa

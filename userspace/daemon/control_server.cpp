@@ -32,7 +32,8 @@ long peer_uid(stream::socket& socket) {
 }
 
 // One connection: one request line read within kRequestTimeout (at most kMaxRequestBytes), one
-// answer written within kReplyTimeout, the client's side read to its end; then closed.
+// answer written within kReplyTimeout (each slice of a streamed answer within kReplyTimeout), the
+// client's side read to its end; then closed.
 struct Session : std::enable_shared_from_this<Session> {
     stream::socket socket;
     asio::streambuf in{kMaxRequestBytes};
@@ -40,12 +41,14 @@ struct Session : std::enable_shared_from_this<Session> {
     std::string out;
     std::array<char, 512> discard{};
     const CommandHandler& handler;
+    const StreamHandler& streams;
+    std::unique_ptr<ReplyStream> slices;               // the answer, when it is written in slices
     std::shared_ptr<ControlServer::Sessions> sessions; // shared with the server
     bool reading = true;
 
-    Session(stream::socket s, const CommandHandler& h,
+    Session(stream::socket s, const CommandHandler& h, const StreamHandler& st,
             std::shared_ptr<ControlServer::Sessions> shared)
-        : socket(std::move(s)), deadline(socket.get_executor()), handler(h),
+        : socket(std::move(s)), deadline(socket.get_executor()), handler(h), streams(st),
           sessions(std::move(shared)) {
         ++sessions->open;
     }
@@ -97,13 +100,26 @@ struct Session : std::enable_shared_from_this<Session> {
             // A line, or the client's last bytes before it closed its side (no newline).
             const std::string line{asio::buffers_begin(in.data()), asio::buffers_end(in.data())};
             reply = answer(line);
+            if (slices) {
+                write_slice();
+                return;
+            }
         }
         out = reply_line(reply);
+        write(false);
+    }
+
+    // Writes `out`; then the next slice when `more`, else the end of the session.
+    void write(bool more) {
         arm_deadline(kReplyTimeout);
         auto self = shared_from_this();
-        asio::async_write(socket, asio::buffer(out), [self](auto ec, std::size_t) {
+        asio::async_write(socket, asio::buffer(out), [self, more](auto ec, std::size_t) {
             if (ec) {
                 self->deadline.cancel();
+                return;
+            }
+            if (more) {
+                self->write_slice(); // a turn of its own: MADs that came meanwhile go first
                 return;
             }
             // Closed with unread bytes (the rest of an overlong line), the socket would be reset
@@ -113,6 +129,22 @@ struct Session : std::enable_shared_from_this<Session> {
             self->arm_deadline(kRequestTimeout);
             self->drain();
         });
+    }
+
+    void write_slice() {
+        out.clear();
+        bool more = false;
+        try {
+            more = slices->next(out);
+        } catch (const std::exception& e) {
+            // Part of the answer is out: the client sees it cut short (not valid JSON).
+            spdlog::error("control: a streamed answer failed: {}", e.what());
+            boost::system::error_code ignored;
+            socket.close(ignored);
+            deadline.cancel();
+            return;
+        }
+        write(more);
     }
 
     void drain() {
@@ -142,6 +174,8 @@ struct Session : std::enable_shared_from_this<Session> {
             return error_reply(parsed.error);
         }
         try {
+            if (streams && (slices = streams(parsed.request)))
+                return {};
             return handler(parsed.request);
         } catch (const std::exception& e) {
             spdlog::error("control: {} failed: {}", parsed.cmd, e.what());
@@ -152,9 +186,10 @@ struct Session : std::enable_shared_from_this<Session> {
 
 } // namespace
 
-ControlServer::ControlServer(asio::io_context& io, std::string path, CommandHandler handler)
-    : path_(std::move(path)), handler_(std::move(handler)), acceptor_(io),
-      sessions_(std::make_shared<Sessions>()) {
+ControlServer::ControlServer(asio::io_context& io, std::string path, CommandHandler handler,
+                             StreamHandler streams)
+    : path_(std::move(path)), handler_(std::move(handler)), streams_(std::move(streams)),
+      acceptor_(io), sessions_(std::make_shared<Sessions>()) {
     sessions_->on_closed = [this] {
         // A session ended: take the next client waiting in the listen backlog.
         if (accept_paused_ && sessions_->open < kMaxSessions) {
@@ -199,7 +234,7 @@ void ControlServer::accept() {
         if (ec == asio::error::operation_aborted)
             return;
         if (!ec)
-            std::make_shared<Session>(std::move(socket), handler_, sessions_)->run();
+            std::make_shared<Session>(std::move(socket), handler_, streams_, sessions_)->run();
         accept();
     });
 }

@@ -2,6 +2,7 @@
 #include "control/client.hpp"
 #include "daemon/cache_dump.hpp"
 #include "daemon/control_server.hpp"
+#include "daemon/kernel_redirect.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/metrics_server.hpp"
 #include "daemon/options.hpp"
@@ -161,6 +162,9 @@ int main(int argc, char** argv) {
         }
         const auto control_path =
             o.control.empty() ? control::default_socket_path(port.ca, port.port) : o.control;
+        // Opened now: debugfs is root's, privileges drop below.
+        KernelRedirectFile kernel_redirect(kernel_redirect_path(port.ca),
+                                           static_cast<unsigned>(port.port));
         // The counters and gauges, for the control socket and the metrics endpoint.
         const auto full_stats = [&] {
             auto j = local_sa->stats();
@@ -169,27 +173,35 @@ int main(int argc, char** argv) {
             j["nl_listening"] = nl_socket != nullptr;
             j["nl_other_listeners"] = nl_other_listeners;
             j["nl_pending"] = netlink_service.pending();
+            if (const auto k = kernel_redirect.read())
+                j["kernel_redirect"] = k->to_json();
             return j;
         };
-        control::ControlServer control(io, control_path, [&](const nlohmann::json& req) {
-            const auto cmd = req.value("cmd", "");
-            if (cmd == "stats") {
-                auto j = full_stats();
-                if (req.value("format", "json") == "prometheus")
-                    return nlohmann::json{{"prometheus", prometheus_text(j)}};
-                return j;
-            }
-            if (cmd == "dump")
-                return nlohmann::json{{"entries", dump_cache(local_sa->cache())}};
-            if (cmd == "flush") {
-                const auto n = local_sa->cache().size();
-                local_sa->cache().clear();
-                local_sa->preload().clear(); // its paths would otherwise be served again
-                spdlog::info("cache flushed on request ({} entries)", n);
-                return nlohmann::json{{"flushed", n}};
-            }
-            return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
-        });
+        control::ControlServer control(
+            io, control_path,
+            [&](const nlohmann::json& req) {
+                const auto cmd = req.value("cmd", "");
+                if (cmd == "stats") {
+                    auto j = full_stats();
+                    if (req.value("format", "json") == "prometheus")
+                        return nlohmann::json{{"prometheus", prometheus_text(j)}};
+                    return j;
+                }
+                if (cmd == "flush") {
+                    const auto n = local_sa->cache().size();
+                    local_sa->cache().clear();
+                    local_sa->preload().clear(); // its paths would otherwise be served again
+                    spdlog::info("cache flushed on request ({} entries)", n);
+                    return nlohmann::json{{"flushed", n}};
+                }
+                return nlohmann::json{{"error", "unknown command '" + cmd + "'"}};
+            },
+            [&](const nlohmann::json& req) -> std::unique_ptr<control::ReplyStream> {
+                // In slices between MADs: a whole dump holds the loop for seconds.
+                if (req.value("cmd", "") == "dump")
+                    return cache_dump_stream(local_sa->cache());
+                return nullptr;
+            });
 
         ServiceNotifier notifier(
             io.get_executor(), [&] { return local_sa->class_port_info().master().has_value(); },

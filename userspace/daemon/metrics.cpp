@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <sstream>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace localsa {
 
@@ -38,6 +40,36 @@ std::string escaped(std::string_view v) {
 
 std::string label_value(const nlohmann::json& v) {
     return escaped(v.is_string() ? v.get<std::string>() : v.dump());
+}
+
+// The patched kernel's sa_redirect of this port (daemon/kernel_redirect.hpp).
+void kernel_redirect_text(std::ostringstream& out, const nlohmann::json& k,
+                          const std::string& labels) {
+    static constexpr std::array<std::pair<const char*, const char*>, 3> kCounters{{
+        {"redirected", "SA queries the kernel sent to the redirect target"},
+        {"fallen_back", "of those, sent again to the SM (no answer or refused)"},
+        {"probed", "ClassPortInfo probes of a fixed redirect target"},
+    }};
+    for (const auto& [name, help] : kCounters) {
+        if (!k.contains(name) || !k[name].is_number())
+            continue;
+        const std::string metric = std::string("localsa_kernel_") + name + "_total";
+        out << "# HELP " << metric << " The kernel's sa_redirect: " << help
+            << " (debugfs ib_sa/DEV/redirect).\n# TYPE " << metric << " counter\n"
+            << metric << '{' << labels << "} " << k[name].dump() << '\n';
+    }
+    if (k.contains("target") && k["target"].is_number())
+        out << "# HELP localsa_kernel_redirect_target The LID the kernel sends this port's SA "
+               "queries to (0: not redirected).\n# TYPE localsa_kernel_redirect_target gauge\n"
+               "localsa_kernel_redirect_target{"
+            << labels << "} " << k["target"].dump() << '\n';
+    if (k.contains("state") && k["state"].is_string()) {
+        out << "# HELP localsa_kernel_redirect_state The kernel's sa_redirect state of this port: "
+               "1 for the current state.\n# TYPE localsa_kernel_redirect_state gauge\n";
+        for (const char* state : {"off", "redirect", "no-agent", "fallback"})
+            out << "localsa_kernel_redirect_state{" << labels << ",state=\"" << state << "\"} "
+                << (k["state"] == state ? 1 : 0) << '\n';
+    }
 }
 
 } // namespace
@@ -73,6 +105,8 @@ std::string prometheus_text(const nlohmann::json& stats) {
             << label_value(port.value("state", 0)) << "\",gid=\""
             << label_value(port.value("gid", "")) << "\"} 1\n";
     }
+    if (const auto it = stats.find("kernel_redirect"); it != stats.end() && it->is_object())
+        kernel_redirect_text(out, *it, labels);
     return out.str();
 }
 

@@ -210,8 +210,13 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
     if (recent_report_tids_.size() > 256)
         recent_report_tids_.pop_front();
     const auto notice = sa::Notice::unpack(Bytes{in.bytes}.subspan(kSaHeaderSize));
-    spdlog::info("Report: trap {} from LID {} (GID {})", notice.trap_number, notice.issuer_lid,
-                 notice.subject_gid().str());
+    if (const auto log = report_log_.admit(LogLimiter::Clock::now()); log.log) {
+        if (log.suppressed)
+            spdlog::info("{} more Reports not logged (at most {} per {} s)", log.suppressed,
+                         kEventLogBurst, kEventLogInterval.count());
+        spdlog::info("Report: trap {} from LID {} (GID {})", notice.trap_number, notice.issuer_lid,
+                     notice.subject_gid().str());
+    }
     fanout_.deliver(in.bytes, notice);
     if (report_handler_)
         report_handler_(notice, tid);

@@ -11,6 +11,7 @@
 #include "engine/handlers/class_port_info_service.hpp"
 #include "engine/handlers/inform_info_service.hpp"
 #include "engine/handlers/path_record_service.hpp"
+#include "engine/log_limiter.hpp"
 #include "engine/proxy/proxy.hpp"
 #include "engine/upstream/upstream_client.hpp"
 #include "ib/notice.hpp"
@@ -95,6 +96,7 @@ private:
     sa::InformInfoService inform_info_;
     ReportHandler report_handler_;
     std::deque<std::uint64_t> recent_report_tids_;
+    LogLimiter report_log_{kEventLogBurst, kEventLogInterval}; // a trap storm: a few lines
 };
 
 } // namespace localsa

@@ -89,5 +89,15 @@ check "... within the read timeout (5 s) and a bit" test $((SECONDS - t0)) -le 7
 wait "$IDLE_PID"
 eq "every idle client got the timeout error" 20 "$(grep -c 'no complete request line within 5 s' "$WORK/idle.out")"
 check "the control socket serves again" bash -c "'$BIN/localsactl' --control '$CTL' stats | grep -q pr_requests"
+# localsactl: a dump in slices is whole JSON; the human form has one line per answer; -C/-P name
+# the instance's socket as localsad names it
+n=$(ctl stats | python3 -c "import json,sys; print(json.load(sys.stdin)['cache_entries'])")
+eq "dump -j: every cached answer, valid JSON" "$n" \
+    "$(ctl dump | python3 -c "import json,sys; print(len(json.load(sys.stdin)['entries']))")"
+eq "dump: a header line naming the count" "$n cached answers" \
+    "$("$BIN/localsactl" --control "$CTL" dump | head -1)"
+out=$("$BIN/localsactl" -C nosuchca -P 2 stats 2>&1); rc=$?
+check "-C nosuchca -P 2: exit 1, naming /run/localsa/nosuchca-2.sock ($out)" \
+    test "$rc" -eq 1 -a -n "$(grep -F /run/localsa/nosuchca-2.sock <<<"$out")"
 check "localsad still running" kill -0 "$DAEMON_PID"
 summary

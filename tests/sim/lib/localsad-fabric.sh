@@ -57,6 +57,6 @@ start_localsad() {
     return $rc
 }
 
-ctl() { "$BIN/localsactl" --control "$CTL" "$@"; }
+ctl() { "$BIN/localsactl" --control "$CTL" --json "$@"; }
 stats_of() { ctl stats | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 q() { "$FABRIC" run --dir "$WORK/fabric" --node H1 -- "$BIN/localsactl" query "$@"; }

@@ -121,7 +121,7 @@ for c in pr_requests pr_cache_hits pr_cache_misses upstream_requests upstream_ti
     [[ $v =~ ^[0-9]+$ ]] || fail "stats lacks $c"
 done
 check "dump lists the cached answers" test "$(ctl dump | grep -c '"comp_mask"')" -eq "$(stats_of cache_entries)"
-check "flush empties the cache" bash -c "'$BIN/localsactl' --control '$CTL' flush >/dev/null && test \$('$BIN/localsactl' --control '$CTL' stats | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"cache_entries\"])') -eq 0"
+check "flush empties the cache" bash -c "'$BIN/localsactl' --control '$CTL' flush >/dev/null && test \$('$BIN/localsactl' --control '$CTL' -j stats | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"cache_entries\"])') -eq 0"
 check "control socket is private (mode 600)" test "$(stat -c %a "$CTL" 2>/dev/null || command stat -c %a "$CTL")" = 600
 
 summary

@@ -62,14 +62,15 @@ exec 7>&-
 check "a bad --metrics-listen is refused at start (exit 2)" \
     sh -c "'$BIN/localsad' --metrics-listen 1.2.3:99999 --check-config >/dev/null 2>&1; test \$? = 2"
 
-health=$(ctl health); rc=$?
+health=$("$BIN/localsactl" --control "$CTL" health); rc=$?
 echo "# health: $health"
 check "health: OK while serving (exit 0)" test "$rc" = 0
+check "... -j: the same as JSON" sh -c "'$BIN/localsactl' --control '$CTL' -j health | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j[\"health\"] == 0 and j[\"line\"].startswith(\"OK: \")'"
 check "... one line naming the port and the master" \
     grep -q "^OK: localsad on .* port 1 (LID $OWN_LID); master SA at LID $FABRIC_SM_LID answered" <<<"$health"
 
 kill "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null; DAEMON_PID=
-health=$(ctl health); rc=$?
+health=$("$BIN/localsactl" --control "$CTL" health); rc=$?
 echo "# health: $health"
 check "health: CRITICAL once localsad is gone (exit 2)" test "$rc" = 2
 check "... saying the daemon does not answer" grep -q '^CRITICAL: localsad does not answer on' <<<"$health"

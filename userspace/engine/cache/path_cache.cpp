@@ -534,6 +534,20 @@ void PathCache::for_each(
     }
 }
 
+bool PathCache::scan(ScanCursor& cursor, std::size_t limit,
+                     const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const {
+    PathAnswer answer;
+    for (std::size_t visited = 0; cursor.next < high_water_ && visited < limit; ++cursor.next) {
+        const auto& e = entry(cursor.next);
+        if (e.shape == kFree)
+            continue;
+        view_of(e).copy_to(answer);
+        fn(key_of(e), answer);
+        ++visited;
+    }
+    return cursor.next < high_water_;
+}
+
 bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid) {
     auto gid_at = [&](const std::uint8_t* p) { return std::memcmp(p, gid.raw.data(), 16) == 0; };
     if (((key.comp_mask & sa::pr_mask::kDgid) && gid_at(key.masked.data() + 8)) ||

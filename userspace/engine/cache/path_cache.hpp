@@ -109,6 +109,18 @@ public:
     std::size_t size() const { return size_; }
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
 
+    // A scan of every entry in storage order that can pause and resume while the cache changes
+    // (a dump served in slices between MADs): an entry present for the whole scan is visited
+    // exactly once; one stored or erased meanwhile at most once, except that an answer erased
+    // after its visit and stored again may be visited again. clear() ends the scan.
+    struct ScanCursor {
+        std::uint32_t next = 0; // entry number to look at next
+    };
+    // Visits up to `limit` entries from `cursor` on and advances it; false once it has passed
+    // the last entry (nothing is left to visit).
+    bool scan(ScanCursor& cursor, std::size_t limit,
+              const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
+
     // Keys whose refresh time has come and which a requester used within `idle_window` before
     // `now` (a zero window: since the answer was stored or last refreshed), earliest refresh
     // time first, at most `limit` of them. Each is handed out once per

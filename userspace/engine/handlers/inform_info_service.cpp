@@ -20,9 +20,14 @@ bool InformInfoService::handle(const transport::InboundMad& in) {
     const auto info = InformInfo::unpack(mad::Bytes{in.bytes}.subspan(mad::kSaHeaderSize));
     if (const char* why = refusal(in, info)) {
         ++counters_.inform_denied;
-        spdlog::info("InformInfo Set ({} trap {}) from LID {} QPN {:#x} denied: {}",
-                     info.subscribe ? "subscribe" : "unsubscribe", info.trap_number, in.from.lid,
-                     in.from.qpn, why);
+        if (const auto log = denied_log_.admit(LogLimiter::Clock::now()); log.log) {
+            if (log.suppressed)
+                spdlog::info("{} more denied InformInfo Sets not logged (at most {} per {} s)",
+                             log.suppressed, kEventLogBurst, kEventLogInterval.count());
+            spdlog::info("InformInfo Set ({} trap {}) from LID {} QPN {:#x} denied: {}",
+                         info.subscribe ? "subscribe" : "unsubscribe", info.trap_number,
+                         in.from.lid, in.from.qpn, why);
+        }
         answer(in, mad::status::kSaDenied);
         return true;
     }
@@ -85,8 +90,7 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
     const bool is_new = added == events::ClientSubscriptions::AddResult::Added;
     master_->hold(info.trap_number, [this, in, info, is_new](std::uint16_t status) {
         if (status == 0) {
-            spdlog::info("client LID {} QPN {:#x} subscribed to trap {}", in.from.lid, in.from.qpn,
-                         info.trap_number);
+            log_subscription("subscribed to", in.from, info.trap_number);
         } else {
             spdlog::warn("client LID {} QPN {:#x} not subscribed to trap {}: the master "
                          "answered {}",
@@ -100,14 +104,24 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
     });
 }
 
+void InformInfoService::log_subscription(const char* what, const transport::MadAddress& client,
+                                         std::uint16_t trap) {
+    const auto log = subscription_log_.admit(LogLimiter::Clock::now());
+    if (!log.log)
+        return;
+    if (log.suppressed)
+        spdlog::info("{} more client subscribes and unsubscribes not logged (at most {} per {} s)",
+                     log.suppressed, kEventLogBurst, kEventLogInterval.count());
+    spdlog::info("client LID {} QPN {:#x} {} trap {}", client.lid, client.qpn, what, trap);
+}
+
 void InformInfoService::unsubscribe(const transport::InboundMad& in, const InformInfo& info) {
     if (!subscriptions_.lookup(in.from, info)) {
         // As OpenSM: no such subscription is an invalid request.
         return answer(in, mad::status::kSaReqInvalid);
     }
     ++counters_.client_unsubscribed;
-    spdlog::info("client LID {} QPN {:#x} unsubscribed from trap {}", in.from.lid, in.from.qpn,
-                 info.trap_number);
+    log_subscription("unsubscribed from", in.from, info.trap_number);
     forget(in.from, info);
     answer(in, 0);
 }

@@ -17,6 +17,7 @@
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
 #include "engine/events/master_subscriptions.hpp"
+#include "engine/log_limiter.hpp"
 #include "ib/inform_info.hpp"
 #include "transport/transport.hpp"
 
@@ -46,11 +47,17 @@ private:
     void forget(const transport::MadAddress& subscriber, const InformInfo& info);
     const char* refusal(const transport::InboundMad& request, const InformInfo& info) const;
     void answer(const transport::InboundMad& request, std::uint16_t status);
+    void log_subscription(const char* what, const transport::MadAddress& client,
+                          std::uint16_t trap);
 
     transport::MadTransport& transport_;
     Counters& counters_;
     events::ClientSubscriptions& subscriptions_;
     events::MasterSubscriptions* master_ = nullptr;
+    // Info lines per event, rate-limited: a client retrying a denied Set, or many clients
+    // subscribing at a job's start, must not flood the log.
+    LogLimiter denied_log_{kEventLogBurst, kEventLogInterval};
+    LogLimiter subscription_log_{kEventLogBurst, kEventLogInterval};
 };
 
 } // namespace localsa::sa
