@@ -40,7 +40,7 @@ start_localsad() {
 }
 DAEMON=
 trap '[[ -n $DAEMON ]] && kill -9 $DAEMON 2>/dev/null; wait 2>/dev/null || true' EXIT
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 listening() { [[ $(stat_of nl_listening) == true ]]; }
 osm_pr() { grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD$' "$VM_FABRIC_DIR/opensm.log"; }

@@ -34,7 +34,7 @@ section() { echo "--- $* (guest time ${SECONDS} s)"; }
 "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --spread-ms 1000 >/tmp/localsad.log 2>&1 &
 DAEMON=$!
 trap 'kill -CONT $DAEMON 2>/dev/null; kill -9 $DAEMON 2>/dev/null; wait 2>/dev/null || true' EXIT
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 listening() { [[ $(stat_of nl_listening) == true ]]; }
 osm_pr() { grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD$' "$VM_FABRIC_DIR/opensm.log"; }

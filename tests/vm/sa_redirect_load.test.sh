@@ -39,7 +39,7 @@ PER_DEST=${LOCALSA_LOAD_PER_DEST:-20}
 cd /tmp
 echo 0 >/tmp/sa-delay
 
-stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" stats 2>/dev/null |
+stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 op() { # op NAME ARGS...: run a localsa_test operation on simhca1 port 1, print its result
     local name=$1
