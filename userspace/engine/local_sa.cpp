@@ -45,6 +45,9 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
     fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
         inform_info_.on_delivery(to, delivered);
     });
+    class_port_info_.on_change([this](const std::optional<sa::ClassPortInfo>& master) {
+        path_records_.set_master_capabilities(master);
+    });
 }
 
 void LocalSa::start() {
