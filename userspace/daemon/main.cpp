@@ -127,8 +127,9 @@ int main(int argc, char** argv) {
         topt.ca = o.ca;
         topt.port = o.port;
         topt.claim_issm = o.local_sa.answer_sminfo;
-        transport::UmadTransport umad(topt, io.get_executor(),
-                                      [&](transport::InboundMad in) { local_sa->dispatch(in); });
+        transport::UmadTransport umad(
+            topt, io.get_executor(),
+            [&](const transport::InboundMad& in) { local_sa->dispatch(in); });
         local_sa = std::make_unique<LocalSa>(io.get_executor(), umad, o.local_sa);
         coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
 

@@ -95,6 +95,9 @@ private:
     sa::InformInfoService inform_info_;
     ReportHandler report_handler_;
     std::deque<std::uint64_t> recent_report_tids_;
+    // A short request padded to 256 bytes (umad2sim hands over the sender's length).
+    transport::InboundMad padded_;
+    bool padded_busy_ = false;
 };
 
 } // namespace localsa
