@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace localsa::cache {
 
@@ -109,7 +112,34 @@ PathCache::~PathCache() {
 }
 
 PathCache::Entry& PathCache::entry(std::uint32_t n) const {
-    return chunks_[n >> kChunkShift][n & ((1u << kChunkShift) - 1)];
+    return chunks_[n / kChunkEntries][n % kChunkEntries];
+}
+
+void PathCache::ChunkUnmap::operator()(Entry* chunk) const {
+    static_assert(std::is_trivially_destructible_v<Entry>);
+    ::munmap(chunk, kChunkBytes);
+}
+
+PathCache::Chunk PathCache::map_chunk() {
+    static_assert(kChunkEntries * sizeof(Entry) <= kChunkBytes &&
+                  (kChunkEntries + 1) * sizeof(Entry) > kChunkBytes);
+    // Twice the size, then the unaligned ends go: a chunk on a 2 MiB boundary, which a huge
+    // page can back.
+    const auto span = 2 * kChunkBytes;
+    void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::bad_alloc();
+    const auto start = reinterpret_cast<std::uintptr_t>(p);
+    const auto aligned = (start + kChunkBytes - 1) & ~(kChunkBytes - 1);
+    if (aligned > start)
+        ::munmap(p, aligned - start);
+    if (const auto tail = start + span - (aligned + kChunkBytes))
+        ::munmap(reinterpret_cast<void*>(aligned + kChunkBytes), tail);
+    auto* chunk = reinterpret_cast<void*>(aligned);
+    ::madvise(chunk, kChunkBytes, MADV_HUGEPAGE); // a hint: without it, small pages
+    auto* entries = static_cast<Entry*>(chunk);
+    std::uninitialized_default_construct_n(entries, kChunkEntries);
+    return Chunk{entries};
 }
 
 std::optional<std::uint16_t> PathCache::shape_of(std::uint8_t method,
@@ -227,8 +257,8 @@ std::uint32_t PathCache::allocate_entry() {
         free_head_ = static_cast<std::uint32_t>(entry(n).aux);
         return n;
     }
-    if (high_water_ == chunks_.size() << kChunkShift)
-        chunks_.push_back(std::make_unique<Entry[]>(std::size_t{1} << kChunkShift));
+    if (high_water_ == chunks_.size() * kChunkEntries)
+        chunks_.push_back(map_chunk());
     return high_water_++;
 }
 
