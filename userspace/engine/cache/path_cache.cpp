@@ -75,10 +75,10 @@ struct PathCache::Entry {
     // key (xor 0: unused). Out of line: the records' heap block (0: none). Free: next free + 1.
     std::uint64_t aux = 0;
     Clock::rep expires = 0;
-    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this; | kUsedSinceStore
-    std::uint32_t stamp = 0;
-    std::uint32_t last_used_ms = 0; // ms32() of the last find() (or store with used_at)
-    std::uint16_t shape = kFree;    // shape id, | kOutOfLine
+    std::uint32_t refresh_lead_ms = 0;     // refresh_at = expires - this; | kUsedSinceStore
+    std::uint32_t queued_at = 0xffffffffu; // the refresh queue's time of its item (kNotQueued)
+    std::uint32_t last_used_ms = 0;        // ms32() of the last find() (or store with used_at)
+    std::uint16_t shape = kFree;           // shape id, | kOutOfLine
     std::uint16_t status = 0;
 };
 
@@ -432,7 +432,7 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
     e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0x7fffffff));
     if (answer.used_at || (answer.keep_use && used_before))
         e.refresh_lead_ms |= kUsedSinceStore;
-    e.stamp = ++next_stamp_;
+    e.queued_at = kNotQueued;
     if (answer.used_at)
         e.last_used_ms = ms32(*answer.used_at);
     else if (!stored_again) // unused since its store: idle once the window has passed
@@ -474,17 +474,63 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
     }
 
     if (answer.refresh_at < answer.expires) {
-        refresh_queue_.push_back({answer.refresh_at.time_since_epoch().count(), n, e.stamp});
+        const auto rel = answer.refresh_at.time_since_epoch().count() - queue_base_;
+        constexpr Clock::rep kWindow =
+            std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{kNotQueued - 1})
+                .count();
+        if (refresh_queue_.empty() || rel < 0 || rel >= kWindow)
+            rebase_queue(answer.refresh_at);
+        e.queued_at = queue_ms(answer.refresh_at, true);
+        refresh_queue_.push_back({e.queued_at, n});
         std::push_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
     }
     // Bound the queue: stale items (erased or re-stored entries) are dropped when it doubles.
     if (refresh_queue_.size() > 2 * size_ + 1024) {
         std::erase_if(refresh_queue_, [this](const auto& item) {
             const auto& q = entry(item.entry);
-            return q.shape == kFree || q.stamp != item.stamp;
+            return q.shape == kFree || q.queued_at != item.at;
         });
         std::make_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
     }
+}
+
+std::uint32_t PathCache::queue_ms(Clock::time_point t, bool round_up) const {
+    const auto rel = Clock::duration{t.time_since_epoch().count() - queue_base_};
+    if (rel <= Clock::duration::zero())
+        return 0;
+    constexpr auto ms = std::chrono::milliseconds{1};
+    const auto n = round_up ? (rel + ms - Clock::duration{1}) / ms : rel / ms;
+    return static_cast<std::uint32_t>(std::min<std::int64_t>(n, kNotQueued - 1));
+}
+
+void PathCache::rebase_queue(Clock::time_point t) {
+    const auto half = std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::milliseconds{std::int64_t{1} << 31})
+                          .count();
+    const auto new_base = t.time_since_epoch().count() - half;
+    if (refresh_queue_.empty()) {
+        queue_base_ = new_base;
+        return;
+    }
+    // Every queued time moves by the same amount (clamped to the window: monotonic, so the heap
+    // stays a heap), in the items and in their entries alike.
+    const auto shift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              Clock::duration{new_base - queue_base_})
+                              .count();
+    auto moved = [shift_ms](std::uint32_t at) {
+        return static_cast<std::uint32_t>(
+            std::clamp<std::int64_t>(std::int64_t{at} - shift_ms, 0, std::int64_t{kNotQueued} - 1));
+    };
+    for (auto& item : refresh_queue_)
+        item.at = moved(item.at);
+    for (std::uint32_t n = 0; n < high_water_; ++n) {
+        auto& e = entry(n);
+        if (e.shape != kFree && e.queued_at != kNotQueued)
+            e.queued_at = moved(e.queued_at);
+    }
+    queue_base_ +=
+        shift_ms *
+        std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1}).count();
 }
 
 std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit,
@@ -492,16 +538,18 @@ std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std:
     std::vector<PathQueryKey> due;
     const auto now_ms = ms32(now);
     const auto window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_window);
+    const auto now_at = queue_ms(now, false);
     while (!refresh_queue_.empty() && due.size() < limit) {
         const auto item = refresh_queue_.front();
-        const auto& e = entry(item.entry);
-        const bool current = e.shape != kFree && e.stamp == item.stamp;
-        if (current && item.at > now.time_since_epoch().count())
+        auto& e = entry(item.entry);
+        const bool current = e.shape != kFree && e.queued_at == item.at;
+        if (current && item.at > now_at)
             break;
         std::pop_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
         refresh_queue_.pop_back();
         if (!current)
-            continue; // erased or stored again since
+            continue;             // erased, stored again or handed out since
+        e.queued_at = kNotQueued; // handed out once per store
         const bool idle =
             window_ms.count() == 0
                 ? !(e.refresh_lead_ms & kUsedSinceStore)
@@ -549,6 +597,7 @@ void PathCache::clear() {
     refresh_queue_.clear();
     size_ = out_of_line_ = 0;
     high_water_ = free_head_ = evict_cursor_ = 0;
+    queue_base_ = 0;
     last_shape_ = 0;
 }
 
