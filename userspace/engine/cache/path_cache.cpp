@@ -320,6 +320,14 @@ std::uint64_t PathCache::prefetch(const PathQueryKey& key) const {
     return h;
 }
 
+void PathCache::prefetch_entry(std::uint64_t hash) const {
+    if (index_.empty())
+        return;
+    const auto& slot = index_[(hash >> 32) & (index_.size() - 1)];
+    if (slot.entry != 0 && slot.tag == static_cast<std::uint32_t>(hash >> 32))
+        __builtin_prefetch(&entry(slot.entry - 1));
+}
+
 std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, Clock::time_point now) {
     return find(key, hash_key(key.method, key.comp_mask, key.masked.data()), now);
 }

@@ -100,6 +100,9 @@ public:
     std::uint64_t prefetch(const PathQueryKey& key) const;
     std::optional<CachedAnswer> find(const PathQueryKey& key, std::uint64_t hash,
                                      Clock::time_point now);
+    // The second step: once the index slot of `hash` (prefetch) has had time to arrive, starts
+    // loading the entry it names, so that the entry's miss too overlaps the caller's work.
+    void prefetch_entry(std::uint64_t hash) const;
     // Stores an answer; when full, the least recently used of a few entries in storage order
     // makes room (idle answers go first; no LRU list on the hot path).
     void store(const PathQueryKey& key, const PathAnswer& answer);

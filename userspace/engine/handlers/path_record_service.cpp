@@ -91,6 +91,9 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         respond(in.from, make_error_response(in.bytes, st));
         return;
     }
+    // The index slot has had the checks above to arrive: the entry it names starts loading
+    // while the rest runs.
+    cache_.prefetch_entry(hash);
     if (const char* why = uncacheable_reason(in)) {
         forward(in, why);
         return;
