@@ -515,11 +515,24 @@ void PathCache::rebase_queue(Clock::time_point t) {
     const auto half = std::chrono::duration_cast<Clock::duration>(
                           std::chrono::milliseconds{std::int64_t{1} << 31})
                           .count();
-    const auto new_base = t.time_since_epoch().count() - half;
+    auto new_base = t.time_since_epoch().count() - half;
     if (refresh_queue_.empty()) {
         queue_base_ = new_base;
         return;
     }
+    // Where the queued times and `t` all fit the window (refresh times lie within a day or so
+    // of each other), the window is centred on them all and nothing is clamped.
+    constexpr auto ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1});
+    const auto [lo_item, hi_item] =
+        std::minmax_element(refresh_queue_.begin(), refresh_queue_.end(),
+                            [](const RefreshItem& a, const RefreshItem& b) { return a.at < b.at; });
+    const auto lo =
+        std::min(queue_base_ + Clock::rep{lo_item->at} * ms.count(), t.time_since_epoch().count());
+    const auto hi =
+        std::max(queue_base_ + Clock::rep{hi_item->at} * ms.count(), t.time_since_epoch().count());
+    const auto window = Clock::rep{kNotQueued - 1} * ms.count();
+    if (hi - lo < window)
+        new_base = lo - (window - (hi - lo)) / 2;
     // Every queued time moves by the same amount (clamped to the window: monotonic, so the heap
     // stays a heap), in the items and in their entries alike.
     const auto shift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
