@@ -569,3 +569,142 @@ TEST_CASE("a client's InformInfo Set is denied, never relayed", "[local_sa][info
     CHECK(f.sa->counters().proxied_requests == 0);
     CHECK(f.sa->upstream().outstanding() == 0);
 }
+
+namespace {
+
+// rdma_cm's question (cma_query_ib_route): SGID, DGID, PKey, NumbPath, Reversible, ServiceID
+// (port space << 16 | port) and QoSClass (the ToS), one ServiceID per listening port.
+std::vector<std::uint8_t> rdma_cm_request(std::uint64_t tid, std::uint64_t dguid,
+                                          std::uint64_t service_id, std::uint16_t qos_class = 0) {
+    auto bytes =
+        path_request(tid, dguid, mad::method::kGet,
+                     sa::pr_mask::kServiceId | sa::pr_mask::kPKey | sa::pr_mask::kQosClass);
+    auto m = *mad::SaMad::unpack(bytes);
+    auto pr = sa::PathRecord::unpack(m.data);
+    pr.service_id = service_id;
+    pr.qos_class = qos_class;
+    pr.pkey = 0xffff;
+    pr.pack(m.data);
+    return m.pack();
+}
+
+// The master's answer as OpenSM builds it (pr_rcv_build_pr): a fresh record, ServiceID and
+// QoSClass 0 whatever was asked.
+std::vector<std::uint8_t> opensm_path_answer(const std::vector<std::uint8_t>& request,
+                                             std::uint16_t dlid, std::uint8_t sl = 0) {
+    auto answer = master_path_answer(request, dlid);
+    auto m = *mad::SaMad::unpack(answer);
+    auto pr = sa::PathRecord::unpack(m.data);
+    pr.service_id = 0;
+    pr.qos_class = 0;
+    pr.sl = sl;
+    pr.pack(m.data);
+    return m.pack();
+}
+
+// Starts the LocalSa and plays the master's ClassPortInfo answer (CapabilityMask2 as given).
+void learn_master_cpi(Fixture& f, std::uint32_t capability_mask2) {
+    f.sa->start();
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    sa::ClassPortInfo master;
+    master.capability_mask = 0x2602;
+    master.capability_mask2 = capability_mask2;
+    master.resp_time_value = 16;
+    auto answer = sent[0].bytes;
+    answer[3] = mad::method::kGetResp;
+    master.pack(mad::MutableBytes{answer}.subspan(56, sa::ClassPortInfo::kSize));
+    f.deliver(from_lid(kSmLid, answer));
+}
+
+constexpr std::uint32_t kOpenSmCapMask2 = 0x0000b5e8; // OpenSM 3.3.23 without QoS
+constexpr std::uint32_t kCapMask2IsQosSupported = 1u << 1;
+
+} // namespace
+
+TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers cannot depend "
+          "on them",
+          "[local_sa][qos]") {
+    Fixture f;
+    SECTION("the master advertises no QoS support: one miss serves every ServiceID") {
+        learn_master_cpi(f, kOpenSmCapMask2);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kSmLid);
+        const auto master = opensm_path_answer(sent[0].bytes, 8);
+        f.deliver(from_lid(kSmLid, master));
+        REQUIRE(f.transport.take().size() == 1);
+
+        for (std::uint64_t sid : {0x1064e21ULL, 0x1061389ULL, 0x13ULL}) {
+            for (std::uint16_t qos_class : {0, 5}) {
+                f.deliver(from_lid(kOwnLid, rdma_cm_request(0x12, 0x100005, sid, qos_class)));
+                sent = f.transport.take();
+                REQUIRE(sent.size() == 1);
+                CHECK(sent[0].to.lid == kOwnLid);
+                // Byte for byte what the master answers any of them (OpenSM's record carries
+                // ServiceID 0 and QoSClass 0), with the asker's TID.
+                auto expected = master;
+                mad::set_tid(expected, 0x12);
+                CHECK(sent[0].bytes == expected);
+            }
+        }
+        CHECK(f.sa->counters().pr_cache_misses == 1);
+        CHECK(f.sa->counters().pr_cache_hits == 6);
+        // Another destination is still its own question.
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x13, 0x100007, 0x1064e20)));
+        CHECK(f.transport.take().at(0).to.lid == kSmLid);
+    }
+    SECTION("the master supports QoS: each ServiceID is its own question") {
+        learn_master_cpi(f, kOpenSmCapMask2 | kCapMask2IsQosSupported);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, opensm_path_answer(sent[0].bytes, 8)));
+        REQUIRE(f.transport.take().size() == 1);
+        // Another ServiceID may match another QoS level (another SL): the master is asked.
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x12, 0x100005, 0x1064e21)));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kSmLid);
+        const auto master = opensm_path_answer(sent[0].bytes, 8, 2);
+        f.deliver(from_lid(kSmLid, master));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        auto expected = master;
+        mad::set_tid(expected, 0x12);
+        CHECK(sent[0].bytes == expected);
+        // Each is then served from the cache with its own answer.
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x14, 0x100005, 0x1064e21)));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56)).sl == 2);
+        CHECK(f.sa->counters().pr_cache_misses == 2);
+        CHECK(f.sa->counters().pr_cache_hits == 1);
+    }
+    SECTION("the master's capabilities not known yet: ServiceIDs stay in the key") {
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, opensm_path_answer(sent[0].bytes, 8)));
+        REQUIRE(f.transport.take().size() == 1);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x12, 0x100005, 0x1064e21)));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kSmLid);
+    }
+    SECTION("the master turns QoS on (learned again): ServiceIDs are in the key again") {
+        learn_master_cpi(f, kOpenSmCapMask2);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, opensm_path_answer(sent[0].bytes, 8)));
+        REQUIRE(f.transport.take().size() == 1);
+        REQUIRE(f.sa->cache().size() == 1);
+        learn_master_cpi(f, kOpenSmCapMask2 | kCapMask2IsQosSupported);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x12, 0x100005, 0x1064e20)));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kSmLid);
+    }
+}

@@ -261,3 +261,42 @@ TEST_CASE("path cache: a question stored again is refreshed once, at its new tim
     c.store(key_for(0x600001), a);
     CHECK(c.due_for_refresh(now + 30s, 10).empty());
 }
+
+TEST_CASE("path cache: the refresh queue keeps its order and times over months of uptime",
+          "[cache]") {
+    // The queue keeps times in milliseconds within a window of 49 days, moved as time goes on:
+    // across many moves nothing is handed out early, late or twice.
+    cache::PathCache c(64);
+    const auto t0 = cache::Clock::time_point{} + std::chrono::hours{24 * 1000};
+    auto store_at = [&](std::uint64_t dguid, cache::Clock::time_point refresh_at) {
+        auto a = answer_with({master_record(dguid, 8)}, refresh_at + 5min);
+        a.refresh_at = refresh_at;
+        a.used_at = refresh_at - 1s;
+        c.store(key_for(dguid), a);
+    };
+    for (int day = 0; day < 200; day += 10) {
+        const auto now = t0 + std::chrono::hours{24 * day};
+        store_at(0x100005, now + 1min + 1ms);
+        store_at(0x100006, now + 2min);
+        CHECK(c.due_for_refresh(now + 1min, 8, 0s).empty());
+        auto due = c.due_for_refresh(now + 1min + 1ms, 8, 0s);
+        REQUIRE(due.size() == 1);
+        CHECK(due[0] == key_for(0x100005));
+        CHECK(c.due_for_refresh(now + 2min - 1ms, 8, 0s).empty());
+        due = c.due_for_refresh(now + 2min, 8, 0s);
+        REQUIRE(due.size() == 1);
+        CHECK(due[0] == key_for(0x100006));
+        CHECK(c.due_for_refresh(now + 3min, 8, 0s).empty()); // each handed out once
+    }
+    // One answer waiting while the window moves past its neighbours' times.
+    store_at(0x100007, t0 + std::chrono::hours{24 * 260});
+    store_at(0x100008, t0 + std::chrono::hours{24 * 230});
+    CHECK(c.due_for_refresh(t0 + std::chrono::hours{24 * 230} - 1ms, 8, 0s).empty());
+    auto due = c.due_for_refresh(t0 + std::chrono::hours{24 * 230}, 8, 0s);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key_for(0x100008));
+    CHECK(c.due_for_refresh(t0 + std::chrono::hours{24 * 260} - 1ms, 8, 0s).empty());
+    due = c.due_for_refresh(t0 + std::chrono::hours{24 * 260}, 8, 0s);
+    REQUIRE(due.size() == 1);
+    CHECK(due[0] == key_for(0x100007));
+}

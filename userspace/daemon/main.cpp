@@ -137,8 +137,9 @@ int main(int argc, char** argv) {
         topt.ca = o.ca;
         topt.port = o.port;
         topt.claim_issm = o.local_sa.answer_sminfo;
-        transport::UmadTransport umad(topt, io.get_executor(),
-                                      [&](transport::InboundMad in) { local_sa->dispatch(in); });
+        transport::UmadTransport umad(
+            topt, io.get_executor(),
+            [&](const transport::InboundMad& in) { local_sa->dispatch(in); });
         // The kernel's netlink path queries enter the local SA as its own port's Gets; their
         // answers come back through this transport (it wraps umad).
         netlink::LocalServiceConfig nl_config;

@@ -45,6 +45,9 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport&
     fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
         inform_info_.on_delivery(to, delivered);
     });
+    class_port_info_.on_change([this](const std::optional<sa::ClassPortInfo>& master) {
+        path_records_.set_master_capabilities(master);
+    });
 }
 
 void LocalSa::start() {
@@ -122,9 +125,23 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
     }
     // A request is one 256-byte MAD on the wire; umad2sim hands over the sender's shorter length.
     if (received.bytes.size() < kMadSize) {
-        auto padded = received;
-        padded.bytes.resize(kMadSize, 0);
-        return dispatch_request(padded);
+        if (padded_busy_) {
+            // Dispatched again from within (a transport that answers back into us).
+            auto padded = received;
+            padded.bytes.resize(kMadSize, 0);
+            return dispatch_request(padded);
+        }
+        // Into a buffer that keeps its capacity: no allocation per request.
+        padded_.from = received.from;
+        padded_.status = received.status;
+        padded_.bytes.assign(received.bytes.begin(), received.bytes.end());
+        padded_.bytes.resize(kMadSize, 0);
+        padded_busy_ = true;
+        struct Release {
+            bool& busy;
+            ~Release() { busy = false; }
+        } release{padded_busy_};
+        return dispatch_request(padded_);
     }
     dispatch_request(received);
 }

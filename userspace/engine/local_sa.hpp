@@ -97,6 +97,9 @@ private:
     ReportHandler report_handler_;
     std::deque<std::uint64_t> recent_report_tids_;
     LogLimiter report_log_{kEventLogBurst, kEventLogInterval}; // a trap storm: a few lines
+    // A short request padded to 256 bytes (umad2sim hands over the sender's length).
+    transport::InboundMad padded_;
+    bool padded_busy_ = false;
 };
 
 } // namespace localsa

@@ -34,6 +34,12 @@ struct ClassPortInfo {
     bool operator==(const ClassPortInfo&) const = default;
 };
 
+namespace cap_mask2 {
+// IsQoSSupported: the SA applies a QoS policy to its PathRecord answers (by ServiceID, QoSClass,
+// PKey, ports); OpenSM sets it when started with QoS on (osm_sa_class_port_info.c).
+inline constexpr std::uint32_t kIsQosSupported = 1u << 1;
+} // namespace cap_mask2
+
 // RespTimeValue encodes 4.096 us * 2^value; the smallest value that covers `ms`.
 std::uint8_t resp_time_value_for_ms(unsigned ms);
 

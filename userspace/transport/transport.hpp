@@ -56,7 +56,8 @@ struct PortState {
     bool operator==(const PortState&) const = default;
 };
 
-using InboundHandler = std::function<void(InboundMad)>;
+// Called with each received MAD; valid only during the call (the transport reuses it).
+using InboundHandler = std::function<void(const InboundMad&)>;
 
 class MadTransport {
 public:

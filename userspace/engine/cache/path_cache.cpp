@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 namespace localsa::cache {
 
@@ -72,10 +75,10 @@ struct PathCache::Entry {
     // key (xor 0: unused). Out of line: the records' heap block (0: none). Free: next free + 1.
     std::uint64_t aux = 0;
     Clock::rep expires = 0;
-    std::uint32_t refresh_lead_ms = 0; // refresh_at = expires - this; | kUsedSinceStore
-    std::uint32_t stamp = 0;
-    std::uint32_t last_used_ms = 0; // ms32() of the last find() (or store with used_at)
-    std::uint16_t shape = kFree;    // shape id, | kOutOfLine
+    std::uint32_t refresh_lead_ms = 0;     // refresh_at = expires - this; | kUsedSinceStore
+    std::uint32_t queued_at = 0xffffffffu; // the refresh queue's time of its item (kNotQueued)
+    std::uint32_t last_used_ms = 0;        // ms32() of the last find() (or store with used_at)
+    std::uint16_t shape = kFree;           // shape id, | kOutOfLine
     std::uint16_t status = 0;
 };
 
@@ -109,7 +112,34 @@ PathCache::~PathCache() {
 }
 
 PathCache::Entry& PathCache::entry(std::uint32_t n) const {
-    return chunks_[n >> kChunkShift][n & ((1u << kChunkShift) - 1)];
+    return chunks_[n / kChunkEntries][n % kChunkEntries];
+}
+
+void PathCache::ChunkUnmap::operator()(Entry* chunk) const {
+    static_assert(std::is_trivially_destructible_v<Entry>);
+    ::munmap(chunk, kChunkBytes);
+}
+
+PathCache::Chunk PathCache::map_chunk() {
+    static_assert(kChunkEntries * sizeof(Entry) <= kChunkBytes &&
+                  (kChunkEntries + 1) * sizeof(Entry) > kChunkBytes);
+    // Twice the size, then the unaligned ends go: a chunk on a 2 MiB boundary, which a huge
+    // page can back.
+    const auto span = 2 * kChunkBytes;
+    void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::bad_alloc();
+    const auto start = reinterpret_cast<std::uintptr_t>(p);
+    const auto aligned = (start + kChunkBytes - 1) & ~(kChunkBytes - 1);
+    if (aligned > start)
+        ::munmap(p, aligned - start);
+    if (const auto tail = start + span - (aligned + kChunkBytes))
+        ::munmap(reinterpret_cast<void*>(aligned + kChunkBytes), tail);
+    auto* chunk = reinterpret_cast<void*>(aligned);
+    ::madvise(chunk, kChunkBytes, MADV_HUGEPAGE); // a hint: without it, small pages
+    auto* entries = static_cast<Entry*>(chunk);
+    std::uninitialized_default_construct_n(entries, kChunkEntries);
+    return Chunk{entries};
 }
 
 std::optional<std::uint16_t> PathCache::shape_of(std::uint8_t method,
@@ -227,8 +257,8 @@ std::uint32_t PathCache::allocate_entry() {
         free_head_ = static_cast<std::uint32_t>(entry(n).aux);
         return n;
     }
-    if (high_water_ == chunks_.size() << kChunkShift)
-        chunks_.push_back(std::make_unique<Entry[]>(std::size_t{1} << kChunkShift));
+    if (high_water_ == chunks_.size() * kChunkEntries)
+        chunks_.push_back(map_chunk());
     return high_water_++;
 }
 
@@ -288,6 +318,14 @@ std::uint64_t PathCache::prefetch(const PathQueryKey& key) const {
     if (!index_.empty())
         __builtin_prefetch(&index_[(h >> 32) & (index_.size() - 1)]);
     return h;
+}
+
+void PathCache::prefetch_entry(std::uint64_t hash) const {
+    if (index_.empty())
+        return;
+    const auto& slot = index_[(hash >> 32) & (index_.size() - 1)];
+    if (slot.entry != 0 && slot.tag == static_cast<std::uint32_t>(hash >> 32))
+        __builtin_prefetch(&entry(slot.entry - 1));
 }
 
 std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, Clock::time_point now) {
@@ -402,7 +440,7 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
     e.refresh_lead_ms = static_cast<std::uint32_t>(std::min<std::int64_t>(lead_ms, 0x7fffffff));
     if (answer.used_at || (answer.keep_use && used_before))
         e.refresh_lead_ms |= kUsedSinceStore;
-    e.stamp = ++next_stamp_;
+    e.queued_at = kNotQueued;
     if (answer.used_at)
         e.last_used_ms = ms32(*answer.used_at);
     else if (!stored_again) // unused since its store: idle once the window has passed
@@ -444,17 +482,76 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
     }
 
     if (answer.refresh_at < answer.expires) {
-        refresh_queue_.push_back({answer.refresh_at.time_since_epoch().count(), n, e.stamp});
+        const auto rel = answer.refresh_at.time_since_epoch().count() - queue_base_;
+        constexpr Clock::rep kWindow =
+            std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{kNotQueued - 1})
+                .count();
+        if (refresh_queue_.empty() || rel < 0 || rel >= kWindow)
+            rebase_queue(answer.refresh_at);
+        e.queued_at = queue_ms(answer.refresh_at, true);
+        refresh_queue_.push_back({e.queued_at, n});
         std::push_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
     }
     // Bound the queue: stale items (erased or re-stored entries) are dropped when it doubles.
     if (refresh_queue_.size() > 2 * size_ + 1024) {
         std::erase_if(refresh_queue_, [this](const auto& item) {
             const auto& q = entry(item.entry);
-            return q.shape == kFree || q.stamp != item.stamp;
+            return q.shape == kFree || q.queued_at != item.at;
         });
         std::make_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
     }
+}
+
+std::uint32_t PathCache::queue_ms(Clock::time_point t, bool round_up) const {
+    const auto rel = Clock::duration{t.time_since_epoch().count() - queue_base_};
+    if (rel <= Clock::duration::zero())
+        return 0;
+    constexpr auto ms = std::chrono::milliseconds{1};
+    const auto n = round_up ? (rel + ms - Clock::duration{1}) / ms : rel / ms;
+    return static_cast<std::uint32_t>(std::min<std::int64_t>(n, kNotQueued - 1));
+}
+
+void PathCache::rebase_queue(Clock::time_point t) {
+    const auto half = std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::milliseconds{std::int64_t{1} << 31})
+                          .count();
+    auto new_base = t.time_since_epoch().count() - half;
+    if (refresh_queue_.empty()) {
+        queue_base_ = new_base;
+        return;
+    }
+    // Where the queued times and `t` all fit the window (refresh times lie within a day or so
+    // of each other), the window is centred on them all and nothing is clamped.
+    constexpr auto ms = std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1});
+    const auto [lo_item, hi_item] =
+        std::minmax_element(refresh_queue_.begin(), refresh_queue_.end(),
+                            [](const RefreshItem& a, const RefreshItem& b) { return a.at < b.at; });
+    const auto lo =
+        std::min(queue_base_ + Clock::rep{lo_item->at} * ms.count(), t.time_since_epoch().count());
+    const auto hi =
+        std::max(queue_base_ + Clock::rep{hi_item->at} * ms.count(), t.time_since_epoch().count());
+    const auto window = Clock::rep{kNotQueued - 1} * ms.count();
+    if (hi - lo < window)
+        new_base = lo - (window - (hi - lo)) / 2;
+    // Every queued time moves by the same amount (clamped to the window: monotonic, so the heap
+    // stays a heap), in the items and in their entries alike.
+    const auto shift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              Clock::duration{new_base - queue_base_})
+                              .count();
+    auto moved = [shift_ms](std::uint32_t at) {
+        return static_cast<std::uint32_t>(
+            std::clamp<std::int64_t>(std::int64_t{at} - shift_ms, 0, std::int64_t{kNotQueued} - 1));
+    };
+    for (auto& item : refresh_queue_)
+        item.at = moved(item.at);
+    for (std::uint32_t n = 0; n < high_water_; ++n) {
+        auto& e = entry(n);
+        if (e.shape != kFree && e.queued_at != kNotQueued)
+            e.queued_at = moved(e.queued_at);
+    }
+    queue_base_ +=
+        shift_ms *
+        std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1}).count();
 }
 
 std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit,
@@ -462,16 +559,18 @@ std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std:
     std::vector<PathQueryKey> due;
     const auto now_ms = ms32(now);
     const auto window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_window);
+    const auto now_at = queue_ms(now, false);
     while (!refresh_queue_.empty() && due.size() < limit) {
         const auto item = refresh_queue_.front();
-        const auto& e = entry(item.entry);
-        const bool current = e.shape != kFree && e.stamp == item.stamp;
-        if (current && item.at > now.time_since_epoch().count())
+        auto& e = entry(item.entry);
+        const bool current = e.shape != kFree && e.queued_at == item.at;
+        if (current && item.at > now_at)
             break;
         std::pop_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
         refresh_queue_.pop_back();
         if (!current)
-            continue; // erased or stored again since
+            continue;             // erased, stored again or handed out since
+        e.queued_at = kNotQueued; // handed out once per store
         const bool idle =
             window_ms.count() == 0
                 ? !(e.refresh_lead_ms & kUsedSinceStore)
@@ -519,6 +618,7 @@ void PathCache::clear() {
     refresh_queue_.clear();
     size_ = out_of_line_ = 0;
     high_water_ = free_head_ = evict_cursor_ = 0;
+    queue_base_ = 0;
     last_shape_ = 0;
 }
 

@@ -2,8 +2,8 @@
 // field the mask constrains (not only the DGID); the value is the master's answer to exactly that
 // question from this port: its status and its records.
 //
-// Stored compactly (96 B per entry + 10-20 B of index + 16 B of refresh queue per path, instead
-// of ~330 B with std::unordered_map nodes and a std::vector per answer):
+// Stored compactly (96 B per entry in 2 MiB chunks + 10-20 B of index + 8 B of refresh queue per
+// path, instead of ~330 B with std::unordered_map nodes and a std::vector per answer):
 // entries live in fixed-size chunks and never move; an open-addressing index (linear probing,
 // backward-shift deletion) maps a 32-bit hash tag to the entry's number. (method, component
 // mask) pairs are interned as shapes. The usual answer, one record, is stored inline, and the key
@@ -100,6 +100,9 @@ public:
     std::uint64_t prefetch(const PathQueryKey& key) const;
     std::optional<CachedAnswer> find(const PathQueryKey& key, std::uint64_t hash,
                                      Clock::time_point now);
+    // The second step: once the index slot of `hash` (prefetch) has had time to arrive, starts
+    // loading the entry it names, so that the entry's miss too overlaps the caller's work.
+    void prefetch_entry(std::uint64_t hash) const;
     // Stores an answer; when full, the least recently used of a few entries in storage order
     // makes room (idle answers go first; no LRU list on the hot path).
     void store(const PathQueryKey& key, const PathAnswer& answer);
@@ -137,6 +140,8 @@ public:
     std::size_t index_capacity() const { return index_.size(); }
     std::size_t shapes() const { return shape_ids_.size(); }
     std::size_t out_of_line_entries() const { return out_of_line_; }
+    // Bytes of entry storage mapped outside the heap (the chunks; malloc statistics miss them).
+    std::size_t mapped_bytes() const { return chunks_.size() * kChunkBytes; }
 
 private:
     struct Entry;
@@ -150,7 +155,16 @@ private:
         std::array<std::uint64_t, 8> field_mask{}; // the bytes the mask constrains
         std::uint32_t refs = 0;
     };
-    static constexpr std::uint32_t kChunkShift = 10; // 1,024 entries (96 KiB) per chunk
+    // Entries live in chunks of 2 MiB, each one huge page where the kernel gives one
+    // (transparent huge pages, madvise): a look-up at random over 100,000 entries then costs
+    // no TLB miss beside its cache misses.
+    static constexpr std::size_t kChunkBytes = std::size_t{2} << 20;
+    static constexpr std::uint32_t kChunkEntries = 21'845; // 2 MiB / 96 B
+    struct ChunkUnmap {
+        void operator()(Entry* chunk) const;
+    };
+    using Chunk = std::unique_ptr<Entry[], ChunkUnmap>;
+    static Chunk map_chunk();
 
     Entry& entry(std::uint32_t n) const;
     std::optional<std::uint16_t> shape_of(std::uint8_t method, std::uint64_t comp_mask) const;
@@ -172,23 +186,31 @@ private:
     std::size_t size_ = 0;
     std::size_t out_of_line_ = 0;
     std::vector<Slot> index_;
-    std::vector<std::unique_ptr<Entry[]>> chunks_;
+    std::vector<Chunk> chunks_;
     std::uint32_t high_water_ = 0;   // entries ever handed out (free or in use)
     std::uint32_t free_head_ = 0;    // entry number + 1 of the first free entry; 0: none
     std::uint32_t evict_cursor_ = 0; // where the search for a victim resumes when full
-    std::uint32_t next_stamp_ = 0;   // tells a store from the later ones of the same entry
     std::vector<Shape> shapes_;
     std::map<std::pair<std::uint8_t, std::uint64_t>, std::uint16_t> shape_ids_;
     std::vector<std::uint16_t> free_shapes_;
     mutable std::uint16_t last_shape_ = 0; // one-entry memo: requests mostly share one shape
-    // A min-heap on the refresh time; items of entries erased or stored again since are skipped.
+    // A min-heap on the refresh time, 8 bytes an item: the time in milliseconds from
+    // queue_base_ (a window of 49 days, moved when a time falls outside it) and the entry.
+    // An item is current while its entry is in use and waits for that very time (the entry's
+    // queued_at); items of entries erased, stored again or handed out since are skipped.
     struct RefreshItem {
-        Clock::rep at;
+        std::uint32_t at;
         std::uint32_t entry;
-        std::uint32_t stamp;
         bool operator>(const RefreshItem& o) const { return at > o.at; }
     };
+    static constexpr std::uint32_t kNotQueued = 0xffffffffu;
+    // `t` in the queue's milliseconds, rounded up (a refresh time: never earlier than asked) or
+    // down (the present), kept within the window.
+    std::uint32_t queue_ms(Clock::time_point t, bool round_up) const;
+    // Moves the window so that `t` falls in its middle (items and entries follow).
+    void rebase_queue(Clock::time_point t);
     std::vector<RefreshItem> refresh_queue_;
+    Clock::rep queue_base_ = 0;
     std::uint64_t idle_expired_ = 0;
 };
 

@@ -16,8 +16,17 @@ void ClassPortInfoService::learn(const std::vector<std::uint8_t>& resp) {
         load_be16(resp, mad::offset::kAttrId) != attr::kClassPortInfo)
         return;
     master_ = ClassPortInfo::unpack(Bytes{resp}.subspan(kSaHeaderSize));
-    spdlog::info("master SA ClassPortInfo: CapabilityMask 0x{:04x} RespTimeValue {}",
-                 master_->capability_mask, master_->resp_time_value);
+    spdlog::info("master SA ClassPortInfo: CapabilityMask 0x{:04x} CapabilityMask2 0x{:07x} "
+                 "RespTimeValue {}",
+                 master_->capability_mask, master_->capability_mask2, master_->resp_time_value);
+    if (listener_)
+        listener_(master_);
+}
+
+void ClassPortInfoService::forget() {
+    master_.reset();
+    if (listener_)
+        listener_(master_);
 }
 
 void ClassPortInfoService::refresh() {

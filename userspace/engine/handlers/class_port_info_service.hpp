@@ -9,6 +9,7 @@
 #include "ib/class_port_info.hpp"
 #include "transport/transport.hpp"
 
+#include <functional>
 #include <optional>
 
 namespace localsa::sa {
@@ -26,8 +27,11 @@ public:
     void handle(const transport::InboundMad& request);
     // Fetches the master's ClassPortInfo (at start and after an SM change).
     void refresh();
-    void forget() { master_.reset(); }
+    void forget();
     const std::optional<ClassPortInfo>& master() const { return master_; }
+    // Called whenever what is known of the master's ClassPortInfo changes (learned, forgotten).
+    using Listener = std::function<void(const std::optional<ClassPortInfo>&)>;
+    void on_change(Listener fn) { listener_ = std::move(fn); }
 
 private:
     void learn(const std::vector<std::uint8_t>& response);
@@ -38,6 +42,7 @@ private:
     Counters& counters_;
     std::uint8_t resp_time_value_;
     std::optional<ClassPortInfo> master_;
+    Listener listener_;
 };
 
 } // namespace localsa::sa

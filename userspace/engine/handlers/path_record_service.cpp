@@ -29,6 +29,25 @@ std::uint16_t validate_path_request(Bytes request) {
     return status::kOk;
 }
 
+void PathRecordService::set_master_capabilities(const std::optional<ClassPortInfo>& master) {
+    const auto ignores = master && !(master->capability_mask2 & cap_mask2::kIsQosSupported)
+                             ? pr_mask::kServiceId | pr_mask::kQosClass
+                             : std::uint64_t{0};
+    if (ignores != key_ignores_)
+        spdlog::info("PathRecord cache key: ServiceID and QoSClass {} (master QoS support {})",
+                     ignores ? "left out" : "kept",
+                     master ? (ignores ? "not advertised" : "advertised") : "unknown");
+    // Answers stored before a change stay right: a key without these bits is the very question
+    // that leaves them out, and a question with them no longer finds such a key.
+    key_ignores_ = ignores;
+}
+
+cache::PathQueryKey PathRecordService::key_of(Bytes request) const {
+    return cache::PathQueryKey::from_request(
+        request[mad::offset::kMethod], load_be64(request, mad::offset::kCompMask) & ~key_ignores_,
+        request.subspan(kSaHeaderSize));
+}
+
 const char* PathRecordService::uncacheable_reason(const transport::InboundMad& in) const {
     const auto& port = transport_.port();
     if (!port.active())
@@ -59,9 +78,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     }
     // The key first: the index slot it needs is then on its way from memory (the look-up's first
     // miss at 100 k entries) while the checks below run.
-    const auto key = cache::PathQueryKey::from_request(in.bytes[mad::offset::kMethod],
-                                                       load_be64(in.bytes, mad::offset::kCompMask),
-                                                       Bytes{in.bytes}.subspan(kSaHeaderSize));
+    const auto key = key_of(in.bytes);
     const auto hash = cache_.prefetch(key);
     // A non-zero SM_Key is the master's to judge (OpenSM drops a wrong one silently), before
     // any local answer, also an error of its own checks.
@@ -74,6 +91,9 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         respond(in.from, make_error_response(in.bytes, st));
         return;
     }
+    // The index slot has had the checks above to arrive: the entry it names starts loading
+    // while the rest runs.
+    cache_.prefetch_entry(hash);
     if (const char* why = uncacheable_reason(in)) {
         forward(in, why);
         return;
@@ -94,7 +114,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         ++counters_.stale_refused;
     }
     if (in.bytes[mad::offset::kMethod] == method::kGet) {
-        const auto mask = load_be64(in.bytes, mad::offset::kCompMask);
+        const auto mask = key.comp_mask;
         const auto& port = transport_.port();
         cache::Clock::time_point fetched;
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
@@ -162,6 +182,14 @@ void PathRecordService::forward(const transport::InboundMad& in, const char* why
     proxy_.forward(in);
 }
 
+namespace {
+// Equal but for the TID (bytes 8-15).
+bool same_request(Bytes a, Bytes b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.begin() + 8, b.begin()) &&
+           std::equal(a.begin() + 16, a.end(), b.begin() + 16);
+}
+} // namespace
+
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                                     upstream::Reply reply) {
     auto node = pending_.extract(key);
@@ -222,6 +250,10 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
     for (const auto& w : waiters) {
         if (answer_value.status == status::kOk && records.complete)
             answer(w.from, w.request, answer_value.status, answer_value.records);
+        else if (cacheable && !same_request(w.request, waiters.front().request))
+            // A waiter that shares the question but asked other ignored fields (another
+            // ServiceID): the master's error echoes the request, so it is built from its own.
+            answer(w.from, w.request, answer_value.status, {});
         else
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
     }

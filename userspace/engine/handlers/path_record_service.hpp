@@ -8,10 +8,12 @@
 #include "engine/counters.hpp"
 #include "engine/proxy/proxy.hpp"
 #include "engine/upstream/upstream_client.hpp"
+#include "ib/class_port_info.hpp"
 #include "transport/transport.hpp"
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -56,6 +58,19 @@ public:
     using StaleCheck = std::function<bool(const cache::PathQueryKey&, const cache::PathAnswer&)>;
     void set_stale_check(StaleCheck check) { stale_check_ = std::move(check); }
 
+    // What the master's ClassPortInfo says about its answers (nullopt: not known, or forgotten
+    // at a resync). Without QoS support advertised (CapabilityMask2.IsQoSSupported), a master's
+    // PathRecord answer cannot depend on the ServiceID or QoSClass asked: OpenSM reads them only
+    // to pick a level of its QoS policy (osm_sa_path_record.c, pr_rcv_get_path_parms), which it
+    // applies only with QoS on, and then advertises IsQoSSupported (osm_sa_class_port_info.c).
+    // Such questions then share one cached answer whatever ServiceID (rdma_cm: one per
+    // listening port) and QoSClass they carry.
+    void set_master_capabilities(const std::optional<ClassPortInfo>& master);
+    // The component mask bits left out of the cache key (see set_master_capabilities).
+    std::uint64_t key_ignores() const { return key_ignores_; }
+    // The cache key of a request: its method, its mask less key_ignores() and the fields left.
+    cache::PathQueryKey key_of(mad::Bytes request) const;
+
     // Misses waiting for the master, for stats and tests.
     std::size_t pending() const { return pending_.size(); }
     // A resync: answers to questions asked before it are relayed to their requesters but never
@@ -97,6 +112,7 @@ private:
     bool out_busy_ = false;
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
     std::uint64_t generation_ = 0;
+    std::uint64_t key_ignores_ = 0;
 };
 
 // OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero

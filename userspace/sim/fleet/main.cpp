@@ -42,11 +42,23 @@ struct Rank {
     sa::Gid gid;
 };
 
-// The PathRecord question rdma_cm asks (cma_query_ib_route): SGID, DGID, TClass, PKey,
-// NumbPath = 1, Reversible = 1.
-constexpr std::uint64_t kJobMask = sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kTClass |
-                                   sa::pr_mask::kPKey | sa::pr_mask::kNumbPath |
-                                   sa::pr_mask::kReversible;
+// The PathRecord question rdma_cm asks (cma_query_ib_route, an AF_INET id): SGID, DGID, PKey,
+// NumbPath = 1, Reversible = 1, ServiceID (port space << 16 | the listener's port) and QoSClass
+// (the ToS, 0).
+constexpr std::uint64_t kJobMask = sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kPKey |
+                                   sa::pr_mask::kNumbPath | sa::pr_mask::kReversible |
+                                   sa::pr_mask::kServiceId | sa::pr_mask::kQosClass;
+// rdma_get_service_id(): RDMA_PS_TCP << 16 | port. Each rank listens on a port of its own, the
+// job's first port plus its rank; the next job on the same nodes listens on other ports.
+constexpr std::uint64_t kPsTcp = 0x0106;
+std::uint64_t service_id(std::uint16_t first_port, std::size_t rank) {
+    return kPsTcp << 16 | static_cast<std::uint16_t>(first_port + rank);
+}
+// The first listening port of each phase's job: the cold and the baseline job are the same job,
+// the warm one is the next job on the same nodes (other ports, so other ServiceIDs).
+std::uint16_t first_port_of(const std::string& phase) {
+    return phase == "warm" ? 24000 : 20000;
+}
 
 std::vector<std::uint8_t> path_get(std::uint64_t mask, const sa::PathRecord& pr) {
     mad::SaMad m;
@@ -211,9 +223,8 @@ int main(int argc, char** argv) {
         transport::UmadOptions uopt;
         uopt.sa_server =
             false; // the fleet's port only asks; requests reach the LocalSas in-process
-        transport::UmadTransport wire(uopt, io.get_executor(), [&](transport::InboundMad in) {
-            shared->on_wire(std::move(in));
-        });
+        transport::UmadTransport wire(
+            uopt, io.get_executor(), [&](const transport::InboundMad& in) { shared->on_wire(in); });
         shared = std::make_unique<fleet::SharedPort>(io.get_executor(), wire, max_in_flight,
                                                      std::chrono::milliseconds{timeout_ms});
         const auto own = wire.port();
@@ -276,10 +287,12 @@ int main(int argc, char** argv) {
         auto dst_of = [n](std::uint64_t q) {
             return static_cast<std::size_t>((q % n + 1 + q / n) % n);
         };
+        std::uint16_t first_port = first_port_of("cold");
         auto job_request = [&](std::uint64_t q, std::uint32_t tid) {
             auto req = templ[src_of(q)];
             std::copy(nodes[dst_of(q)].gid.raw.begin(), nodes[dst_of(q)].gid.raw.end(),
                       req.begin() + mad::kSaHeaderSize + 8);
+            mad::store_be64(req, mad::kSaHeaderSize, service_id(first_port, dst_of(q)));
             mad::set_tid(req, tid);
             return req;
         };
@@ -356,6 +369,7 @@ int main(int argc, char** argv) {
         nlohmann::json results = nlohmann::json::array();
         for (const auto& phase : phases) {
             const bool direct = phase == "baseline";
+            first_port = first_port_of(phase);
             const auto c0 = sum_counters(sas);
             const auto s0 = shared->stats();
             const auto before = run_count(count_cmd);
@@ -390,6 +404,8 @@ int main(int argc, char** argv) {
             auto j = engine_json(r);
             j["phase"] = phase;
             j["route"] = direct ? "master" : "local_sa";
+            j["service_ids"] = {{"first", service_id(first_port, 0)},
+                                {"last", service_id(first_port, n - 1)}};
             j["master_pr_queries"] = before >= 0 && after >= 0 ? after - before : -1;
             j["answered_locally"] = direct ? 0 : c1.pr_cache_hits - c0.pr_cache_hits;
             j["fleet_upstream_requests"] = s1.requests_sent - s0.requests_sent;

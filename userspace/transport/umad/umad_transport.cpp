@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 namespace localsa::transport {
@@ -117,81 +118,133 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
 
 UmadTransport::~UmadTransport() {
     stopping_ = true;
-    if (receiver_.joinable())
-        receiver_.join();
+    drain_pending_ = false;
+    drain_pending_.notify_all();
+    if (watcher_.joinable())
+        watcher_.join();
+    if (descriptor_) {
+        boost::system::error_code ignored;
+        descriptor_->cancel(ignored);
+        descriptor_->release(); // the file is libibumad's to close
+    }
     if (issm_fd_ >= 0)
         ::close(issm_fd_);
     if (fd_ >= 0)
         umad_close_port(fd_);
 }
 
-void UmadTransport::start() {
-    receiver_ = std::thread([this] { receive_loop(); });
-}
+namespace {
+// ib_umad marks the open file dead when its device goes away (driver unload, HCA reset): every
+// read fails with EIO at once, forever, and the file never comes back (its poll says EPOLLERR,
+// so each wait ends at once). A single EIO is not proof, a run of them is.
+constexpr int kEioRunIsDeadDevice = 50;
+// MADs read per wake-up at most: timers and other work get their turn in between.
+constexpr int kMaxBatch = 64;
+} // namespace
 
-void UmadTransport::receive_loop() {
-    int capacity = static_cast<int>(mad::kMadSize) * 8;
-    std::vector<std::uint8_t> buf(umad_size() + capacity);
-    // ib_umad marks the open file dead when its device goes away (driver unload, HCA reset):
-    // every read fails with EIO at once, forever, and the file never comes back. A single EIO
-    // is not proof (libibumad also reports an interrupted poll as EIO), a run of them is.
-    constexpr int kEioRunIsDeadDevice = 50;
-    int eio_run = 0;
-    while (!stopping_) {
-        int len = capacity;
-        const int agent = umad_recv(fd_, buf.data(), &len, 200);
-        eio_run = agent == -EIO ? eio_run + 1 : 0;
-        if (eio_run == kEioRunIsDeadDevice) {
-            // End the daemon (non-zero: the exception leaves io_context::run() in main), so that
-            // the service manager starts a fresh one on the device once it is back.
-            boost::asio::post(executor_, [device = umad_device_path(fd_)] {
-                throw TransportError("umad device " + device +
-                                     " went away (EIO): exiting so that the service manager "
-                                     "restarts it");
-            });
+void UmadTransport::start() {
+    recv_capacity_ = static_cast<int>(mad::kMadSize) * 8;
+    recv_buf_.resize(umad_size() + static_cast<std::size_t>(recv_capacity_));
+    inbound_.bytes.reserve(static_cast<std::size_t>(recv_capacity_));
+    // A kernel file (fcntl knows it): the event loop waits on it. umad2sim's numbers are no
+    // file of the process (fcntl, which it does not wrap, says EBADF).
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags >= 0 && ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK) == 0) {
+        boost::system::error_code ec;
+        descriptor_.emplace(executor_);
+        descriptor_->assign(fd_, ec);
+        if (!ec) {
+            wait_readable();
             return;
         }
-        if (agent == -ETIMEDOUT || agent == -EINTR || agent == -EAGAIN || agent == -EWOULDBLOCK)
-            continue;
-        if (agent == -ENOSPC) {
-            capacity = len;
-            buf.resize(umad_size() + capacity);
-            continue;
-        }
-        if (agent < 0) {
-            // umad2sim returns -1 with no errno when its queue is empty after a wake-up.
-            continue;
-        }
-        auto* umad = reinterpret_cast<ib_user_mad*>(buf.data());
-        const ib_mad_addr* a = umad_get_mad_addr(umad);
-        InboundMad in;
-        in.status = umad_status(umad);
-        in.from.lid = ntohs(a->lid);
-        in.from.qpn = ntohl(a->qpn);
-        in.from.qkey = ntohl(a->qkey);
-        in.from.sl = a->sl;
-        in.from.path_bits = a->path_bits;
-        in.from.pkey_index = a->pkey_index;
-        in.from.has_grh = a->grh_present;
-        if (a->grh_present) {
-            std::memcpy(in.from.gid.raw.data(), a->gid, 16);
-            in.from.gid_index = a->gid_index;
-            in.from.hop_limit = a->hop_limit;
-            in.from.traffic_class = a->traffic_class;
-            in.from.flow_label = ntohl(a->flow_label);
-        }
-        const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
-        in.bytes.assign(data, data + std::min(len, capacity));
-
-        boost::asio::post(executor_,
-                          [this, in = std::move(in)]() mutable { handler_(std::move(in)); });
+        spdlog::warn("umad: the event loop cannot wait on {} ({}): a thread waits instead",
+                     umad_device_path(fd_), ec.message());
+        descriptor_.reset();
     }
+    spdlog::debug("umad: fd {} is not a kernel file (umad2sim): a thread waits in poll()", fd_);
+    watcher_ = std::thread([this] { watch_loop(); });
+}
+
+void UmadTransport::wait_readable() {
+    // The descriptor is registered edge-triggered: a wait ends when a MAD arrives after it
+    // began, so it may only begin once everything there has been read (drain() said so).
+    descriptor_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                            [this](const boost::system::error_code& ec) {
+                                if (ec != boost::asio::error::operation_aborted)
+                                    drain_then([this] { wait_readable(); });
+                            });
+}
+
+void UmadTransport::drain_then(std::function<void()> next) {
+    if (drain()) {
+        next();
+        return;
+    }
+    // A full batch: the rest after whatever else is ready to run (timers, other handlers).
+    boost::asio::post(executor_,
+                      [this, next = std::move(next)]() mutable { drain_then(std::move(next)); });
+}
+
+void UmadTransport::watch_loop() {
+    while (!stopping_) {
+        // One batch at a time: poll() says readable until the loop has read what is there.
+        drain_pending_.wait(true);
+        if (stopping_)
+            return;
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 200) <= 0)
+            continue;
+        drain_pending_ = true;
+        boost::asio::post(executor_, [this] {
+            drain_then([this] {
+                drain_pending_ = false;
+                drain_pending_.notify_one();
+            });
+        });
+    }
+}
+
+bool UmadTransport::drain() {
+    for (int n = 0; n < kMaxBatch; ++n) {
+        int len = recv_capacity_;
+        const int agent = umad_recv(fd_, recv_buf_.data(), &len, 0);
+        if (agent == -EIO) {
+            // ib_umad's read says EIO only once the device is gone (no poll in umad_recv with
+            // timeout 0); it says so again at once, which makes the run.
+            if (++eio_run_ == kEioRunIsDeadDevice)
+                // End the daemon (non-zero: the exception leaves io_context::run() in main),
+                // so that the service manager starts a fresh one on the device once it is back.
+                throw TransportError("umad device " + umad_device_path(fd_) +
+                                     " went away (EIO): exiting so that the service manager "
+                                     "restarts it");
+            continue;
+        }
+        eio_run_ = 0;
+        if (agent == -ENOSPC) {
+            recv_capacity_ = len;
+            recv_buf_.resize(umad_size() + static_cast<std::size_t>(recv_capacity_));
+            continue;
+        }
+        if (agent == -EINTR)
+            continue;
+        // EAGAIN: all read (umad2sim says -EWOULDBLOCK, the same number, when its queue is
+        // empty); anything else is no MAD either.
+        if (agent < 0)
+            return true;
+        auto* umad = reinterpret_cast<ib_user_mad*>(recv_buf_.data());
+        inbound_.status = umad_status(umad);
+        inbound_.from = decode_umad_address(*umad_get_mad_addr(umad));
+        const auto* data = static_cast<const std::uint8_t*>(umad_get_mad(umad));
+        inbound_.bytes.assign(data, data + std::min(len, recv_capacity_));
+        handler_(inbound_);
+    }
+    return false;
 }
 
 bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
                          std::chrono::milliseconds response_timeout) {
-    std::vector<std::uint8_t> buf(umad_size() + bytes.size());
-    auto* umad = reinterpret_cast<ib_user_mad*>(buf.data());
+    send_buf_.assign(umad_size() + bytes.size(), 0);
+    auto* umad = reinterpret_cast<ib_user_mad*>(send_buf_.data());
     umad_set_addr(umad, to.lid, static_cast<int>(to.qpn), to.sl, static_cast<int>(to.qkey));
     umad_set_pkey(umad, to.pkey_index);
     if (to.has_grh) {
