@@ -78,6 +78,11 @@ pid=$(systemctl show -P MainPID "$INSTANCE")
 eq "runs as localsa" localsa "$(ps -o user= -p "$pid" | tr -d ' ')"
 ctl() { timeout 10 "$BIN/localsactl" --control /run/localsa/simhca1-1.sock "$@" >/dev/null; }
 check "answers on /run/localsa/simhca1-1.sock" ctl stats
+# the kernel's redirect state reaches the metrics from inside the sandbox (debugfs is opened
+# before privileges drop)
+prom=$(timeout 10 "$BIN/localsactl" -C simhca1 -P 1 stats --format prometheus 2>/dev/null)
+check "the kernel's redirect state in the metrics" \
+    grep -q '^localsa_kernel_redirect_state{ca="simhca1",port="1",state=' <<<"$prom"
 journal() { journalctl -q -o cat -u "$INSTANCE" 2>/dev/null; }
 
 echo "--- reload"
