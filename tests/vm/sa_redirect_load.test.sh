@@ -8,7 +8,9 @@
 #     timeout (that query only: the port stays redirected) and every query is answered;
 #   - localsad's own query for each destination still fills its cache, however slow the master,
 #     within its patience (--upstream-timeout-ms x tries): the second round is answered by
-#     localsad at once, no query falls back, nothing reaches the master.
+#     localsad at once, no query falls back, nothing reaches the master;
+#   - for comparison, the same round without localsa, and through a new (cold) localsad over
+#     the netlink path service, which ib_sa asks before any MAD (localsad's default).
 # The master's load is counted on the wire: the PathRecord queries simhca1's relay carries to
 # the fabric (every one that leaves the node).
 # Usage: tests/vm/sa_redirect_load.test.sh 6.1|6.12
@@ -19,7 +21,7 @@ if [[ ${1:-} != --guest ]]; then
     cd "$(dirname "$0")/../.."
     t0=$SECONDS
     rc=0
-    LOCALSA_RELAY_ARGS="--sa-delay-file /tmp/sa-delay" \
+    LOCALSA_RELAY_ARGS="--sa-delay-file /tmp/sa-delay" LOCALSA_VM_COUNT_SA=1 \
         bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout 400 \
         --modparam 'ib_core:sa_redirect=simhca1:1=self' \
         -- bash tests/vm/sa_redirect_load.test.sh --guest || rc=$?
@@ -53,6 +55,8 @@ state_is() { [[ $(redir 3) == "$1" ]]; }
 # PathRecord queries that left simhca1 for the fabric: the master's path load from this node
 # (the kernel's queries to localsad stay on the port)
 to_master() { awk '$1 == "pr_requests_to_fabric" { print $2 }' "$VM_FABRIC_DIR/relay-1.counters"; }
+# ... and as OpenSM counts them (every PathRecord request it dispatched: LOCALSA_VM_COUNT_SA)
+osm_pr() { grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD$' "$VM_FABRIC_DIR/opensm.log"; }
 delayed() { awk '$1 == "delayed_to_kernel" { print $2 }' "$VM_FABRIC_DIR/relay-1.counters"; }
 
 # round: PER_DEST concurrent queries to each destination in turn (localsa_test runs one
@@ -77,9 +81,14 @@ check "localsa_test loads" modprobe localsa_test
 REDIR_MS=$(cat /sys/module/ib_core/parameters/sa_redirect_timeout_ms)
 OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' \
     "$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)")
-"$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --no-preload --spread-ms 0 \
-    >/tmp/localsad.log 2>&1 &
-DAEMON=$!
+# --netlink off: the kernel's path queries take the redirected MAD (with netlink on, ib_sa asks
+# localsad over netlink first: the last round below)
+start_localsad() {
+    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --no-preload --spread-ms 0 "$@" \
+        >>/tmp/localsad.log 2>&1 &
+    DAEMON=$!
+}
+start_localsad --netlink off
 trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
 check "the redirect is in force" wait_until 30 state_is redirect
 # (no process substitution: the guest has no /dev/fd)
@@ -93,11 +102,11 @@ slow_on() { test "$(delayed)" -gt 0; }
 timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --dgid "${DESTS[0]}" >/dev/null
 check "the relay holds SA answers ${SLOW_MS} ms" wait_until 5 slow_on
 "$BIN/localsactl" --control "$CTL" flush >/dev/null
-m0=$(to_master) fb0=$(redir 5) up0=$(stat_of upstream_requests)
+m0=$(to_master) o0=$(osm_pr) fb0=$(redir 5) up0=$(stat_of upstream_requests)
 
 echo "--- cold round: $TOTAL queries to ${#DESTS[@]} destinations, master answers after ${SLOW_MS} ms"
 round
-m1=$(to_master) fb1=$(redir 5) up1=$(stat_of upstream_requests)
+m1=$(to_master) o1=$(osm_pr) fb1=$(redir 5) up1=$(stat_of upstream_requests)
 eq "cold: every query answered" "$TOTAL" "$R_OK"
 eq "cold: none lost, timed out or failed" "0 0" "$R_LOST $R_FAILED"
 eq "cold: the port stays redirected" redirect "$(redir 3)"
@@ -111,27 +120,44 @@ check "cold: localsad asked the master once per destination ($((up1 - up0)))" \
 # localsad's queries are answered after SLOW_MS: give the last of them time to land
 sleep $(((SLOW_MS * 3 + 999) / 1000))
 echo "--- warm round: the same queries, the master still slow"
-mc=$(to_master) fb1=$(redir 5)
+mc=$(to_master) oc=$(osm_pr) fb1=$(redir 5)
 round
-m2=$(to_master) fb2=$(redir 5)
+m2=$(to_master) o2=$(osm_pr) fb2=$(redir 5)
 eq "warm: every query answered" "$TOTAL" "$R_OK"
 eq "warm: none lost, timed out or failed" "0 0" "$R_LOST $R_FAILED"
 eq "warm: no query fell back to the master" "$fb1" "$fb2"
-eq "warm: no PathRecord query reached the master" 0 $((m2 - mc))
+eq "warm: no PathRecord query left the node" 0 $((m2 - mc))
+eq "warm: OpenSM dispatched no PathRecord query" 0 $((o2 - oc))
 check "warm: answered locally, mean latency ${R_MEAN_MAX} ms < ${REDIR_MS} ms" \
     test "$R_MEAN_MAX" -lt "$REDIR_MS"
 eq "warm: the port stays redirected" redirect "$(redir 3)"
 
-echo "--- the same round without the redirect (the kernel asks the master itself), master as slow"
+echo "--- the same round without localsa (no redirect, localsad stopped), master as slow"
 echo '' >/sys/module/ib_core/parameters/sa_redirect
-m2=$(to_master)
+kill "$DAEMON"
+wait "$DAEMON" 2>/dev/null
+m2=$(to_master) o2=$(osm_pr)
 round
-m3=$(to_master)
-eq "no redirect: every query answered" "$TOTAL" "$R_OK"
-echo "     PathRecord queries at the master for $TOTAL kernel queries: without localsa" \
-    "$((m3 - m2)); through localsad: cold $((m1 - m0)), warm $((m2 - mc))"
-check "cold through localsad: at most one query more per destination than without it" \
+m3=$(to_master) o3=$(osm_pr)
+eq "no localsa: every query answered" "$TOTAL" "$R_OK"
+
+echo "--- the same round through a new localsad over netlink (its default), no redirect, cold"
+start_localsad
+listening() { [[ $(stat_of nl_listening) == True ]]; }
+check "localsad listens on the netlink path service" wait_until 30 listening
+round
+m4=$(to_master) o4=$(osm_pr)
+eq "netlink, cold: every query answered" "$TOTAL" "$R_OK"
+eq "netlink, cold: none lost, timed out or failed" "0 0" "$R_LOST $R_FAILED"
+
+echo "     PathRecord queries at the master for $TOTAL kernel queries (on the wire / as OpenSM" \
+    "counts them): without localsa $((m3 - m2)) / $((o3 - o2)); redirect, cold $((m1 - m0))" \
+    "/ $((o1 - o0)); redirect, warm $((m2 - mc)) / $((o2 - oc)); netlink, cold" \
+    "$((m4 - m3)) / $((o4 - o3))"
+check "cold through the redirect: at most one query more per destination than without localsa" \
     test $((m1 - m0)) -le $((m3 - m2 + ${#DESTS[@]} * 2))
+check "cold over netlink: the master asked about once per destination ($((o4 - o3)))" \
+    test $((o4 - o3)) -le $((${#DESTS[@]} * 2))
 
 echo 0 >/tmp/sa-delay
 if [[ ${LOCALSA_RELAY_LOG:-} == trace ]]; then
