@@ -41,7 +41,7 @@ cd /tmp
 section() { echo "--- $* (guest time ${SECONDS} s)"; }
 # --netlink off: the stress is on the redirected MAD path (the netlink service would answer first)
 start_localsad() {
-    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --netlink off >>/tmp/localsad.log 2>&1 &
+    "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --netlink off --spread-ms 1000 >>/tmp/localsad.log 2>&1 &
     DAEMON=$!
 }
 trap 'kill -CONT $DAEMON 2>/dev/null; kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT

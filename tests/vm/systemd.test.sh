@@ -2,9 +2,9 @@
 # vm test: localsad@.service under a real systemd. The guest boots the host's systemd as PID 1
 # (scripts/vm run --systemd: journald, udevd with rdma-core's rules), /etc gets a writable
 # overlay (and the build's sysconfdir, whose localsad.conf the unit reads by default), the
-# account comes from localsa.sysusers through systemd-sysusers, and the unit built
-# from userspace/daemon/localsad@.service.in is installed with only its binary paths pointing
-# into the build tree. Then, as an admin would:
+# account comes from localsa.sysusers through systemd-sysusers, and localsad and the unit built
+# from userspace/daemon/localsad@.service.in are installed where the build would install them
+# (the install prefix gets an overlay too). Then, as an admin would:
 #   - the umad device unit the instance binds to exists (rdma-core's udev rule);
 #   - systemctl start returns once localsad sent READY (Type=notify), with a STATUS line; it
 #     runs as the localsa user and answers on its control socket;
@@ -38,8 +38,18 @@ mkdir -p /run/etc-upper /run/etc-work
 check "/etc writable (overlay)" mount -t overlay overlay \
     -o lowerdir=/etc,upperdir=/run/etc-upper,workdir=/run/etc-work /etc
 check "the default configuration file ($CONF)" test -n "$CONF"
+check "the unit was built ($UNIT_SRC)" test -f "$UNIT_SRC"
+sbindir=$(sed -n 's|^ExecStart=.*exec \(/[^ ]*\)/localsad .*|\1|p' "$UNIT_SRC")
+check "the unit's sbindir ($sbindir)" test -n "$sbindir"
+# the install prefix (/usr/local for a build tree) gets a writable layer too: localsad is
+# installed where the unit runs it from (a checkout below /tmp would be hidden from the
+# service by its PrivateTmp, and the unit is used unchanged)
+prefix=$(dirname "$sbindir")
+mkdir -p /run/prefix-upper /run/prefix-work
+check "$prefix writable (overlay)" mount -t overlay overlay \
+    -o lowerdir="$prefix",upperdir=/run/prefix-upper,workdir=/run/prefix-work "$prefix"
 etc=$(dirname "$(dirname "$CONF")")
-if [[ $etc != /etc ]]; then
+if [[ $etc != /etc && $etc != "$prefix"/* ]]; then
     mkdir -p /run/cfg-upper /run/cfg-work
     check "$etc writable (overlay)" mount -t overlay overlay \
         -o lowerdir="$etc",upperdir=/run/cfg-upper,workdir=/run/cfg-work "$etc"
@@ -47,11 +57,9 @@ fi
 check "the localsa account (systemd-sysusers)" \
     systemd-sysusers "$PWD/userspace/daemon/localsa.sysusers"
 check "getent passwd localsa" getent passwd localsa
-check "the unit was built ($UNIT_SRC)" test -f "$UNIT_SRC"
-# only where the binary lives differs from the installed unit
-sbindir=$(sed -n 's|^ExecStart=.*exec \(/[^ ]*\)/localsad .*|\1|p' "$UNIT_SRC")
-check "the unit's sbindir ($sbindir)" test -n "$sbindir"
-sed "s|$sbindir/localsad|$BIN/localsad|g" "$UNIT_SRC" >/etc/systemd/system/localsad@.service
+mkdir -p "$sbindir"
+check "localsad installed in $sbindir" install -m 0755 "$BIN/localsad" "$sbindir/localsad"
+cp "$UNIT_SRC" /etc/systemd/system/localsad@.service
 # no file at start: the admin writes one later and reloads
 mkdir -p "$(dirname "$CONF")"
 rm -f "$CONF"
