@@ -143,8 +143,7 @@ int main(int argc, char** argv) {
         // The kernel's netlink path queries enter the local SA as its own port's Gets; their
         // answers come back through this transport (it wraps umad).
         netlink::LocalServiceConfig nl_config;
-        nl_config.answer_budget =
-            o.local_sa.upstream.try_timeout * (1 + o.local_sa.upstream.retries);
+        nl_config.answer_budget = o.local_sa.upstream.patience();
         netlink::LocalService netlink_service(io.get_executor(), umad, nl_config);
         local_sa = std::make_unique<LocalSa>(io.get_executor(), netlink_service, o.local_sa);
         coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);

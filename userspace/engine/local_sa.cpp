@@ -18,14 +18,13 @@ using namespace mad;
 
 namespace {
 std::uint8_t own_resp_time_value(const upstream::UpstreamConfig& c) {
-    const auto budget = c.try_timeout.count() * (c.retries + 1);
-    return sa::resp_time_value_for_ms(static_cast<unsigned>(budget));
+    return sa::resp_time_value_for_ms(static_cast<unsigned>(c.patience().count()));
 }
 
 // A due refresh waits for the next 100 ms slice, then has the upstream budget to succeed.
 sa::PathRecordConfig with_refresh_grace(sa::PathRecordConfig pr,
                                         const upstream::UpstreamConfig& c) {
-    pr.refresh_grace = std::chrono::milliseconds{100} + c.try_timeout * (c.retries + 1);
+    pr.refresh_grace = std::chrono::milliseconds{100} + c.patience();
     return pr;
 }
 } // namespace

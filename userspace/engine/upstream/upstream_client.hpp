@@ -40,6 +40,9 @@ struct UpstreamConfig {
     // The background budget: tokens per second and bucket size (see docs/localsad.md).
     unsigned background_rate = 20;
     unsigned background_burst = 40;
+
+    // How long a query may wait for the master in all: every try's wait.
+    std::chrono::milliseconds patience() const { return try_timeout * (retries + 1); }
 };
 
 enum class Priority { Client, Background };
