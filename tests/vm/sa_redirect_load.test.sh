@@ -31,11 +31,11 @@ fi
 set +e
 # shellcheck source=tests/vm/lib/vm-checks.sh
 . "$(dirname "$0")/lib/vm-checks.sh"
+# shellcheck source=tests/vm/lib/localsa-test.sh
+. "$(dirname "$0")/lib/localsa-test.sh"
 
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
 CTL=/tmp/localsad.sock
-DBG=/sys/kernel/debug/localsa_test
-RDBG=/sys/kernel/debug/ib_sa/simhca1/redirect
 SLOW_MS=${LOCALSA_SLOW_MS:-400}
 PER_DEST=${LOCALSA_LOAD_PER_DEST:-20}
 cd /tmp
@@ -43,15 +43,6 @@ echo 0 >/tmp/sa-delay
 
 stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-op() { # op NAME ARGS...: run a localsa_test operation on simhca1 port 1, print its result
-    local name=$1
-    shift
-    echo "simhca1 1 $*" >"$DBG/$name" || { echo "status=write-failed"; return 0; }
-    cat "$DBG/$name"
-}
-val() { sed -n "s/.*\\b$1=\\(-\\{0,1\\}[0-9]*\\).*/\\1/p" <<<"$2"; }
-redir() { awk -v n="$1" '$1 == "1" { print $n }' "$RDBG"; }
-state_is() { [[ $(redir 3) == "$1" ]]; }
 # PathRecord queries that left simhca1 for the fabric: the master's path load from this node
 # (the kernel's queries to localsad stay on the port)
 to_master() { awk '$1 == "pr_requests_to_fabric" { print $2 }' "$VM_FABRIC_DIR/relay-1.counters"; }

@@ -27,11 +27,11 @@ fi
 set +e
 # shellcheck source=tests/vm/lib/vm-checks.sh
 . "$(dirname "$0")/lib/vm-checks.sh"
+# shellcheck source=tests/vm/lib/localsa-test.sh
+. "$(dirname "$0")/lib/localsa-test.sh"
 
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
 CTL=/tmp/localsad.sock
-DBG=/sys/kernel/debug/localsa_test
-RDBG=/sys/kernel/debug/ib_sa/simhca1/redirect
 # at most ~256 MADs in flight through one ibsim (testbed.md): the bursts that fall back to
 # the SM stay below that
 N=${LOCALSA_STRESS_COUNT:-200}
@@ -48,15 +48,6 @@ trap 'kill -CONT $DAEMON 2>/dev/null; kill $DAEMON 2>/dev/null; wait $DAEMON 2>/
 stat_of() { timeout 10 "$BIN/localsactl" --control "$CTL" -j stats 2>/dev/null |
     sed -n "s/^ *\"$1\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
 preloaded() { [[ $(stat_of preload_state) == "done" ]]; }
-op() { # op NAME ARGS...: run a localsa_test operation on simhca1 port 1, print its result
-    local name=$1
-    shift
-    echo "simhca1 1 $*" >"$DBG/$name" || { echo "status=write-failed"; return 0; }
-    cat "$DBG/$name"
-}
-val() { sed -n "s/.*\\b$1=\\(-\\{0,1\\}[0-9]*\\).*/\\1/p" <<<"$2"; }
-redir() { awk -v n="$1" '$1 == "1" { print $n }' "$RDBG"; }
-state_is() { [[ $(redir 3) == "$1" ]]; }
 # burst_ok DESCRIPTION RESULT [CANCELLED]: every query called back, with 0 (or -EINTR when
 # cancelled), none timed out or failed otherwise
 burst_ok() {
