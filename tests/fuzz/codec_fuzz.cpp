@@ -16,7 +16,7 @@
 #include "ib/notice.hpp"
 #include "ib/path_record.hpp"
 #include "ib/response.hpp"
-#include "transport/sim/sminfo_responder.hpp"
+#include "transport/sim/sim_quirks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -229,7 +229,7 @@ void fuzz_responses(Bytes in) {
             FUZZ_CHECK(RmppHeader::unpack(ok).active());
 
         // The SMInfo responder: an answer only to a whole SMInfo Get, with its TID.
-        if (auto smi = answer_sminfo(request, 0x0002c90300000001ULL)) {
+        if (auto smi = transport::sim::answer_sminfo(request, 0x0002c90300000001ULL)) {
             FUZZ_CHECK(request.size() >= kMadSize);
             FUZZ_CHECK(smi->size() == kMadSize);
             FUZZ_CHECK((*smi)[3] == method::kGetResp);

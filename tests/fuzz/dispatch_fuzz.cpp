@@ -45,6 +45,7 @@
 #include "ib/mc_member_record.hpp"
 #include "ib/notice.hpp"
 #include "ib/path_record.hpp"
+#include "transport/sim/sim_quirks.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
@@ -241,7 +242,7 @@ public:
         config_.upstream.background_rate = 1'000'000;
         config_.upstream.background_burst = 1'000'000;
         config_.cache_max_entries = limits >> 5;
-        config_.answer_sminfo = flags & 4;
+        under_sim_ = flags & 4; // ibsim's MAD layer: its quirks absorbed in front
         if (flags & 8)
             config_.path_record.positive_ttl = 0ms;
         if (flags & 16)
@@ -271,6 +272,9 @@ public:
                 (c & 2) && timeout.count() != 0 ? 0ms : std::chrono::milliseconds{3'600'000};
         }
         sa_ = std::make_unique<LocalSa>(io_.get_executor(), transport_, config_);
+        if (under_sim_)
+            sim_ = std::make_unique<transport::sim::SimQuirks>(
+                transport_, [this](const transport::InboundMad& m) { sa_->dispatch(m); });
         if (flags & 64)
             sa_->start();
         if (flags & 128) {
@@ -397,7 +401,10 @@ private:
             std::fprintf(stderr, "  recv %s %s from LID %u QPN %#x TID %#llx status %#x\n",
                          method_name(b[3]).c_str(), attr_name(load_be16(b, 16)).c_str(), who.lid,
                          who.qpn, static_cast<unsigned long long>(tid_of(b)), load_be16(b, 4));
-        sa_->dispatch(m);
+        if (sim_)
+            (*sim_)(m);
+        else
+            sa_->dispatch(m);
     }
 
     void patch(std::vector<std::uint8_t>& b) {
@@ -900,6 +907,8 @@ private:
     test::FakeTransport transport_;
     LocalSaConfig config_;
     std::unique_ptr<LocalSa> sa_;
+    bool under_sim_ = false;
+    std::unique_ptr<transport::sim::SimQuirks> sim_;
     std::unique_ptr<coherence::Coherence> coherence_;
     std::uint64_t client_tid_ = kClientTidBase;
     std::uint64_t report_seq_ = 0;

@@ -14,6 +14,7 @@
 #include "engine/netlink/local_service.hpp"
 #include "ib/mad.hpp"
 #include "transport/netlink/ls_socket.hpp"
+#include "transport/sim/sim_quirks.hpp"
 #include "transport/umad/umad_transport.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -136,10 +137,18 @@ int main(int argc, char** argv) {
         transport::UmadOptions topt;
         topt.ca = o.ca;
         topt.port = o.port;
-        topt.claim_issm = o.local_sa.answer_sminfo;
-        transport::UmadTransport umad(
-            topt, io.get_executor(),
-            [&](const transport::InboundMad& in) { local_sa->dispatch(in); });
+        topt.claim_issm = o.under_sim;
+        const transport::InboundHandler to_local_sa = [&](const transport::InboundMad& in) {
+            local_sa->dispatch(in);
+        };
+        // Under ibsim its MAD layer's quirks are absorbed in front of the dispatcher.
+        std::unique_ptr<transport::sim::SimQuirks> sim_quirks;
+        auto inbound = to_local_sa;
+        if (o.under_sim)
+            inbound = [&](const transport::InboundMad& in) { (*sim_quirks)(in); };
+        transport::UmadTransport umad(topt, io.get_executor(), inbound);
+        if (o.under_sim)
+            sim_quirks = std::make_unique<transport::sim::SimQuirks>(umad, to_local_sa);
         // The kernel's netlink path queries enter the local SA as its own port's Gets; their
         // answers come back through this transport (it wraps umad).
         netlink::LocalServiceConfig nl_config;
@@ -170,6 +179,8 @@ int main(int argc, char** argv) {
             auto j = local_sa->stats();
             coherence.add_stats(j);
             j["master_known"] = local_sa->class_port_info().master().has_value();
+            if (sim_quirks)
+                j["sminfo_answered"] = sim_quirks->sminfo_answered();
             j["nl_listening"] = nl_socket != nullptr;
             j["nl_other_listeners"] = nl_other_listeners;
             j["nl_pending"] = netlink_service.pending();

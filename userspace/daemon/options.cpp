@@ -1,6 +1,7 @@
 #include "daemon/options.hpp"
 
 #include "daemon/metrics_server.hpp"
+#include "transport/sim/sim_quirks.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -64,11 +65,6 @@ template <typename T> void require_range(const char* name, T v, T lo, T hi) {
 }
 
 } // namespace
-
-bool running_under_umad2sim() {
-    const char* preload = std::getenv("LD_PRELOAD");
-    return preload && std::string_view(preload).find("umad2sim") != std::string_view::npos;
-}
 
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     DaemonOptions o;
@@ -255,9 +251,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
     o.coherence.subscription_check = std::chrono::seconds{subscription_check_s};
-    c.answer_sminfo = o.sim == "on" || (o.sim == "auto" && running_under_umad2sim());
+    o.under_sim = o.sim == "on" || (o.sim == "auto" && transport::sim::umad2sim_loaded());
     // umad2sim cuts every multi-MAD answer to one MAD: a preload there would be a partial table.
-    o.coherence.preload = !no_preload && (!c.answer_sminfo || o.sim_preload);
+    o.coherence.preload = !no_preload && (!o.under_sim || o.sim_preload);
     o.coherence.preload_validity = std::chrono::seconds{path_ttl_s + max_staleness_s};
     if (vm.count("check-config")) {
         result.text = effective_configuration(all, vm);

@@ -20,6 +20,7 @@ struct DaemonOptions {
     bool sim_preload = false; // preload under ibsim too (tests)
     // ibsim only: claim IsSM and answer SMInfo ("auto": when running under umad2sim).
     std::string sim = "auto";
+    bool under_sim = false; // `sim` resolved: on, or auto under umad2sim
     // After opening the devices: switch to this user (empty: stay, capabilities dropped anyway).
     std::string user;
     // Prometheus endpoint, "[ADDR:]PORT" (empty: none; a bare port listens on 127.0.0.1).
@@ -45,8 +46,5 @@ struct ParsedCommandLine {
 const char* default_config_file();
 
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]);
-
-// True when this process runs under umad2sim (the ibsim client library).
-bool running_under_umad2sim();
 
 } // namespace localsa

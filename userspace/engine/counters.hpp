@@ -46,7 +46,6 @@ namespace localsa {
     X(send_errors)                                                                                 \
     X(send_timeouts)                                                                               \
     X(cpi_answered)                                                                                \
-    X(sminfo_answered)                                                                             \
     X(reports_received)                                                                            \
     X(reports_duplicate)                                                                           \
     X(invalidated_entries)                                                                         \

@@ -4,7 +4,6 @@
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/response.hpp"
-#include "transport/sim/sminfo_responder.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -87,23 +86,9 @@ void LocalSa::dispatch(const transport::InboundMad& in) {
     switch (in.bytes[mad::offset::kMgmtClass]) {
     case mgmt_class::kSubnAdm:
         return dispatch_sa(in);
-    case mgmt_class::kSubnLid:
-    case mgmt_class::kSubnDirected:
-        return dispatch_smp(in);
     default:
-        return drop(in, "not an SA or SM class MAD");
+        return drop(in, "not an SA class MAD");
     }
-}
-
-void LocalSa::dispatch_smp(const transport::InboundMad& in) {
-    if (!config_.answer_sminfo)
-        return drop(in, "SMP while not answering SMInfo");
-    if (auto resp = answer_sminfo(in.bytes, transport_.port().gid.guid())) {
-        ++counters_.sminfo_answered;
-        reply(in, *resp);
-        return;
-    }
-    drop(in, "SMP other than SMInfo Get");
 }
 
 void LocalSa::dispatch_sa(const transport::InboundMad& received) {
@@ -122,26 +107,10 @@ void LocalSa::dispatch_sa(const transport::InboundMad& received) {
             ++counters_.stray_responses;
         return;
     }
-    // A request is one 256-byte MAD on the wire; umad2sim hands over the sender's shorter length.
-    if (received.bytes.size() < kMadSize) {
-        if (padded_busy_) {
-            // Dispatched again from within (a transport that answers back into us).
-            auto padded = received;
-            padded.bytes.resize(kMadSize, 0);
-            return dispatch_request(padded);
-        }
-        // Into a buffer that keeps its capacity: no allocation per request.
-        padded_.from = received.from;
-        padded_.status = received.status;
-        padded_.bytes.assign(received.bytes.begin(), received.bytes.end());
-        padded_.bytes.resize(kMadSize, 0);
-        padded_busy_ = true;
-        struct Release {
-            bool& busy;
-            ~Release() { busy = false; }
-        } release{padded_busy_};
-        return dispatch_request(padded_);
-    }
+    // A request is one whole MAD on the wire, and ib_umad hands it over so (under ibsim,
+    // transport::sim::SimQuirks pads what umad2sim hands over with its sender's length).
+    if (received.bytes.size() < kMadSize)
+        return drop(received, "a request shorter than a MAD");
     dispatch_request(received);
 }
 

@@ -33,7 +33,6 @@ struct LocalSaConfig {
     std::size_t max_client_subscriptions = 1024;
     // How Reports are sent on to those clients (tries, per-try timeout, in flight at most).
     events::FanoutConfig fanout;
-    bool answer_sminfo = false;
 };
 
 class LocalSa {
@@ -46,7 +45,7 @@ public:
     // Learns what it needs from the master (ClassPortInfo).
     void start();
     // Applies new upstream limits and TTLs while running (the cache is kept). The cache size
-    // and SMInfo answering are fixed at construction.
+    // is fixed at construction.
     void reconfigure(const LocalSaConfig& config);
 
     // Called for every Report from the master (after ReportResp went out and the Report went on
@@ -75,7 +74,6 @@ public:
 private:
     void dispatch_sa(const transport::InboundMad& received);
     void dispatch_request(const transport::InboundMad& request);
-    void dispatch_smp(const transport::InboundMad& mad);
     void handle_report(const transport::InboundMad& mad);
     // Why a request must not be served at all (nullptr: it may), see foreign_requests.
     const char* foreign_reason(const transport::InboundMad& mad) const;
@@ -97,9 +95,6 @@ private:
     ReportHandler report_handler_;
     std::deque<std::uint64_t> recent_report_tids_;
     LogLimiter report_log_{kEventLogBurst, kEventLogInterval}; // a trap storm: a few lines
-    // A short request padded to 256 bytes (umad2sim hands over the sender's length).
-    transport::InboundMad padded_;
-    bool padded_busy_ = false;
 };
 
 } // namespace localsa
