@@ -285,7 +285,7 @@ public:
             sa_->on_report([this](const sa::Notice& n, std::uint64_t) {
                 // What coherence does with a Report: drop the answers that involve the GID.
                 const auto g = n.subject_gid();
-                sa_->cache().erase_if(
+                sa_->coherence_parts().cache.erase_if(
                     [&](const auto& k, const auto& a) { return cache::answer_involves(k, a, g); });
             });
         }
@@ -787,8 +787,9 @@ private:
     void refresh() {
         // As coherence does when refresh time comes; the clock is moved, not waited for.
         const auto limit = in_.u8() % 8;
-        for (const auto& key : sa_->cache().due_for_refresh(cache::Clock::now() + 24h, limit))
-            sa_->path_records().refresh(key);
+        auto parts = sa_->coherence_parts();
+        for (const auto& key : parts.cache.due_for_refresh(cache::Clock::now() + 24h, limit))
+            parts.path_records.refresh(key);
     }
 
     bool own(std::uint16_t lid) const { return transport_.state.owns_lid(lid); }

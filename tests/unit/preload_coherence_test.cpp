@@ -75,7 +75,8 @@ TEST_CASE("Gets are served from the preload table without the master", "[preload
     boost::asio::io_context io;
     FakeTransport transport;
     LocalSa sa(io.get_executor(), transport, {});
-    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), cache::Clock::now() + 1min);
+    sa.coherence_parts().preload.replace(std::nullopt, table_records({{0x100005, 8}}),
+                                         cache::Clock::now() + 1min);
     const auto req = path_request(0x42, 0x100005);
     sa.dispatch(from_lid(kOwnLid, req));
     auto sent = transport.take();

@@ -130,7 +130,7 @@ TEST_CASE("SM_Keys pass through unchanged, are never logged and never used for o
     transport.take();
     REQUIRE(sa.cache().size() == 1);
     sa.cache().for_each([&](const cache::PathQueryKey& key, const cache::PathAnswer&) {
-        sa.path_records().refresh(key);
+        sa.coherence_parts().path_records.refresh(key);
     });
     for (const auto& s : transport.take())
         own.push_back(s);

@@ -199,9 +199,7 @@ int main(int argc, char** argv) {
                     return j;
                 }
                 if (cmd == "flush") {
-                    const auto n = local_sa->cache().size();
-                    local_sa->cache().clear();
-                    local_sa->preload().clear(); // its paths would otherwise be served again
+                    const auto n = local_sa->flush();
                     spdlog::info("cache flushed on request ({} entries)", n);
                     return nlohmann::json{{"flushed", n}};
                 }

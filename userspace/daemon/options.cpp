@@ -95,10 +95,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "config", po::value(&o.config_file),
         "read options from FILE (same names as the flags; default: " LOCALSA_DEFAULT_CONFIG
         " when it exists)")("ca", po::value(&o.ca), "HCA to serve (default: the first)")(
-        "port", po::value(&o.port)->default_value(1),
+        "port", po::value(&o.port)->default_value(o.port),
         "HCA port to serve")("control", po::value(&o.control),
                              "control socket (default: /run/localsa/<ca>-<port>.sock)")(
-        "log-level", po::value(&o.log_level)->default_value("info"),
+        "log-level", po::value(&o.log_level)->default_value(o.log_level),
         "trace, debug, info, warn, error, critical or off")(
         "foreground,f", po::bool_switch(&o.foreground), "stay in the foreground, log to stderr")(
         "metrics-listen", po::value(&o.metrics_listen),
@@ -113,7 +113,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
 
     // Parsed, never shown by --help: the test fabric's quirks are no production setting.
     po::options_description testing("Testing");
-    testing.add_options()("sim", po::value(&o.sim)->default_value("auto"),
+    testing.add_options()("sim", po::value(&o.sim)->default_value(o.sim),
                           "ibsim mode (claim IsSM, answer SMInfo): auto, on or off");
 
     po::options_description tuning("Tuning");

@@ -60,6 +60,13 @@ void LocalSa::reconfigure(const LocalSaConfig& config) {
     class_port_info_.set_resp_time_value(own_resp_time_value(config.upstream));
 }
 
+std::size_t LocalSa::flush() {
+    const auto n = cache_.size();
+    cache_.clear();
+    preload_.clear(); // its paths would otherwise be served again
+    return n;
+}
+
 void LocalSa::drop(const transport::InboundMad& in, const char* why) {
     ++counters_.malformed_dropped;
     spdlog::debug("dropped MAD from LID {} ({} bytes): {}", in.from.lid, in.bytes.size(), why);

@@ -57,17 +57,22 @@ public:
         inform_info_.set_master(master);
     }
 
-    Counters& counters() { return counters_; }
+    // Drops every cached and preloaded answer (`localsactl flush`); returns the answers dropped.
+    std::size_t flush();
+
+    // Read-only views, for stats and tests. What changes the parts is the dispatcher (MADs) and
+    // coherence::Coherence, wired through coherence_parts(): nothing else reaches in.
     const Counters& counters() const { return counters_; }
-    cache::PathCache& cache() { return cache_; }
-    cache::PreloadTable& preload() { return preload_; }
-    sa::PathRecordService& path_records() { return path_records_; }
-    sa::ClassPortInfoService& class_port_info() { return class_port_info_; }
-    upstream::UpstreamClient& upstream() { return upstream_; }
+    // The port's counters, shared with what wraps the dispatcher (the netlink service).
+    Counters& counters() { return counters_; }
+    const cache::PathCache& cache() const { return cache_; }
+    const cache::PreloadTable& preload() const { return preload_; }
+    const sa::ClassPortInfoService& class_port_info() const { return class_port_info_; }
+    const upstream::UpstreamClient& upstream() const { return upstream_; }
     const events::ClientSubscriptions& client_subscriptions() const { return client_subs_; }
     const events::ReportFanout& report_fanout() const { return fanout_; }
-    transport::MadTransport& transport() { return transport_; }
-    // What coherence::Coherence keeps coherent with the master.
+    // What coherence::Coherence keeps coherent with the master: the one place that hands out
+    // the parts to change.
     coherence::Parts coherence_parts();
     nlohmann::json stats() const;
 

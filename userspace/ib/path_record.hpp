@@ -9,6 +9,11 @@
 
 namespace localsa::sa {
 
+// P_Key (IBA 10.9.1): the top bit says full member, the other 15 name the partition.
+inline constexpr std::uint16_t kPKeyFullMember = 0x8000;
+inline constexpr std::uint16_t kPKeyPartition = 0x7fff;
+inline constexpr std::uint16_t kDefaultPKey = 0xffff; // the default partition, full member
+
 namespace pr_mask {
 inline constexpr std::uint64_t kServiceIdHigh = 1ULL << 0;
 inline constexpr std::uint64_t kServiceIdLow = 1ULL << 1;

@@ -38,6 +38,9 @@ struct InboundMad {
     int status = 0;
 };
 
+// PortInfo:PortState ACTIVE (IBA 14.2.5.6), as umad_port_t::state reports it.
+inline constexpr std::uint8_t kPortActive = 4;
+
 // The port as the MAD layer reports it; refreshed on port events.
 struct PortState {
     std::string ca;
@@ -46,11 +49,11 @@ struct PortState {
     std::uint8_t lmc = 0;
     std::uint16_t sm_lid = 0;
     std::uint8_t sm_sl = 0;
-    std::uint8_t state = 0; // 4 = ACTIVE
+    std::uint8_t state = 0; // kPortActive when it can carry MADs
     sa::Gid gid;
     std::vector<std::uint16_t> pkeys;
 
-    bool active() const { return state == 4; }
+    bool active() const { return state == kPortActive; }
     // True when `lid` is one of this port's LIDs (base LID plus LMC path bits).
     bool owns_lid(std::uint16_t l) const { return lid != 0 && l >= lid && l < lid + (1u << lmc); }
     bool operator==(const PortState&) const = default;

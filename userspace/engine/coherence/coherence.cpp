@@ -84,8 +84,8 @@ void Coherence::start_preload() {
     // (the master picks the PKey; the table cannot know which).
     std::set<std::uint16_t> distinct;
     for (auto p : parts_.transport.port().pkeys)
-        if ((p & 0x7fff) != 0)
-            distinct.insert(static_cast<std::uint16_t>(p | 0x8000));
+        if ((p & sa::kPKeyPartition) != 0)
+            distinct.insert(static_cast<std::uint16_t>(p | sa::kPKeyFullMember));
     std::vector<std::optional<std::uint16_t>> pkeys(distinct.begin(), distinct.end());
     if (pkeys.empty())
         pkeys.emplace_back(std::nullopt);

@@ -141,8 +141,13 @@ int main(int argc, char** argv) {
     std::string nodes_file, phases_arg = "baseline,cold,warm", count_cmd, count_all_cmd, out_file,
                             log_level = "warn";
     std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128;
-    long timeout_ms = 5000, up_timeout_ms = 200, up_retries = 2, up_outstanding = 32;
-    std::size_t cache_max_entries = 1'000'000;
+    long timeout_ms = 5000;
+    // Each LocalSa's limits default to localsad's own (the engine's config structs).
+    const LocalSaConfig engine_defaults;
+    long up_timeout_ms = engine_defaults.upstream.try_timeout.count(),
+         up_retries = engine_defaults.upstream.retries,
+         up_outstanding = static_cast<long>(engine_defaults.upstream.max_outstanding);
+    std::size_t cache_max_entries = engine_defaults.cache_max_entries;
 
     po::options_description opts(
         "Usage: localsa-fleet --nodes FILE [options]\n\n"
@@ -278,7 +283,7 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < n; ++i) {
             sa::PathRecord pr;
             pr.sgid = nodes[i].gid;
-            pr.pkey = 0xffff;
+            pr.pkey = sa::kDefaultPKey;
             pr.numb_path = 1;
             pr.reversible = true;
             templ[i] = path_get(kJobMask, pr);
@@ -291,8 +296,9 @@ int main(int argc, char** argv) {
         auto job_request = [&](std::uint64_t q, std::uint32_t tid) {
             auto req = templ[src_of(q)];
             std::copy(nodes[dst_of(q)].gid.raw.begin(), nodes[dst_of(q)].gid.raw.end(),
-                      req.begin() + mad::kSaHeaderSize + 8);
-            mad::store_be64(req, mad::kSaHeaderSize, service_id(first_port, dst_of(q)));
+                      req.begin() + mad::kSaHeaderSize + sa::pr_offset::kDgid);
+            mad::store_be64(req, mad::kSaHeaderSize + sa::pr_offset::kServiceId,
+                            service_id(first_port, dst_of(q)));
             mad::set_tid(req, tid);
             return req;
         };
@@ -303,9 +309,10 @@ int main(int argc, char** argv) {
             const auto rec = resp.subspan(mad::kSaHeaderSize);
             const auto& s = nodes[src_of(q)];
             const auto& d = nodes[dst_of(q)];
-            return std::equal(d.gid.raw.begin(), d.gid.raw.end(), rec.begin() + 8) &&
-                   std::equal(s.gid.raw.begin(), s.gid.raw.end(), rec.begin() + 24) &&
-                   mad::load_be16(rec, 40) == d.lid && mad::load_be16(rec, 42) == s.lid;
+            using namespace sa::pr_offset;
+            return std::equal(d.gid.raw.begin(), d.gid.raw.end(), rec.begin() + kDgid) &&
+                   std::equal(s.gid.raw.begin(), s.gid.raw.end(), rec.begin() + kSgid) &&
+                   mad::load_be16(rec, kDlid) == d.lid && mad::load_be16(rec, kSlid) == s.lid;
         };
         const std::uint64_t total = static_cast<std::uint64_t>(n) * (n - 1);
         out["job_queries"] = total;
@@ -330,9 +337,9 @@ int main(int argc, char** argv) {
                 st.lid = nodes[i].lid;
                 st.sm_lid = own.sm_lid;
                 st.sm_sl = own.sm_sl;
-                st.state = 4;
+                st.state = transport::kPortActive;
                 st.gid = nodes[i].gid;
-                st.pkeys = {0xffff};
+                st.pkeys = {sa::kDefaultPKey};
                 transports.push_back(std::make_unique<fleet::NodeTransport>(
                     *shared, st, [&engine](mad::Bytes b, const transport::MadAddress&) {
                         engine.on_response(b);
