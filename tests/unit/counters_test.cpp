@@ -17,7 +17,7 @@ namespace {
 
 struct Node {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa{io.get_executor(), clock, transport, LocalSaConfig{}};
 };

@@ -163,7 +163,7 @@ TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]
 TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache",
           "[coherence][idle]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 100ms;
@@ -180,7 +180,7 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
     // Keep using the path to 0x100005 only, for about 4 TTLs.
     std::size_t refreshes = 0;
     for (int i = 0; i < 40; ++i) {
-        io.run_for(10ms);
+        clock.advance(10ms);
         sa.dispatch(from_lid(kOwnLid, path_request(0x900 + i, 0x100005)));
         for (const auto& s : transport.take()) {
             if (s.to.lid != kSmLid)
@@ -202,7 +202,7 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
 TEST_CASE("upstream: background queries draw from one token bucket, clients go first",
           "[upstream][budget]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
@@ -220,9 +220,9 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
     auto sent = transport.take();
     REQUIRE(sent.size() == 1); // a client query goes at once, past the queued background ones
     CHECK(mad::load_be16(sent[0].bytes, 56 + 22) == 0x0005);
-    const auto t0 = std::chrono::steady_clock::now();
-    io.run_for(55ms);
-    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    const auto t0 = clock.now();
+    clock.advance(55ms);
+    const auto elapsed = clock.now() - t0;
     const auto n = transport.take().size();
     // At most one per 10 ms (plus the token the client did not leave): never over budget.
     CHECK(n >= 2);
@@ -232,7 +232,7 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
@@ -243,13 +243,13 @@ TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up
     std::vector<upstream::Outcome> outcomes;
     auto record = [&](upstream::Reply r) { outcomes.push_back(r.outcome); };
     upstream::SubmitOptions first;
-    first.deadline = std::chrono::steady_clock::now() + 40ms; // one retry at most
+    first.deadline = clock.now() + 40ms; // one retry at most
     up.submit(path_request(1, 0x100005), record, first);
     upstream::SubmitOptions second;
-    second.deadline = std::chrono::steady_clock::now() + 10ms;
+    second.deadline = clock.now() + 10ms;
     up.submit(path_request(2, 0x100007), record, second);
     CHECK(transport.take().size() == 1);
-    io.run_for(150ms);
+    clock.advance(150ms);
     // The first: its try at 0 and a retry at 30 ms (the deadline had not passed), none at 60 ms.
     // The second waited behind it past its requester's deadline: never sent.
     const auto sent = transport.take();
@@ -262,7 +262,7 @@ TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up
 
 TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream][budget]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
@@ -278,13 +278,13 @@ TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream]
     // Another query meanwhile waits too: the master asked this node, not one query, to back off.
     up.submit(path_request(2, 0x100007), [&](upstream::Reply) { ++answered; });
     CHECK(transport.take().empty());
-    io.run_for(50ms); // the hold-back is 20-40 ms (half to all of the first back-off)
+    clock.advance(50ms); // the hold-back is 20-40 ms (half to all of the first back-off)
     CHECK(transport.take().size() == 2);
 }
 
 TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream][budget]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
@@ -292,7 +292,7 @@ TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream
     lc.path_record.requester_deadline = 50ms;
     LocalSa sa(io.get_executor(), clock, transport, lc);
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
-    io.run_for(200ms);
+    clock.advance(200ms);
     // Tries at 0 and 30 ms; at 60 ms the requester (the kernel's redirect, 50 ms here) has
     // gone to the master itself.
     CHECK(count_attr(transport.take(), mad::attr::kPathRecord, kSmLid) == 2);
@@ -302,7 +302,7 @@ TEST_CASE("the last try before the requester's deadline waits for a slow master,
           "then serves the next requester",
           "[upstream][budget]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
@@ -314,7 +314,7 @@ TEST_CASE("the last try before the requester's deadline waits for a slow master,
     REQUIRE(sent.size() == 1);
     // The try waits the patience of all three tries: no retry could start after it.
     CHECK(sent[0].timeout == 90ms);
-    io.run_for(60ms); // past one try: the master is slow
+    clock.advance(60ms); // past one try: the master is slow
     CHECK(transport.take().empty());
     sa.dispatch(from_lid(kSmLid, master_path_answer(sent[0].bytes, 8)));
     CHECK(sa.counters().upstream_late_responses == 0);
@@ -333,7 +333,7 @@ namespace {
 
 struct PreloadedPort {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa;
     coherence::Coherence coh;
@@ -356,9 +356,9 @@ struct PreloadedPort {
     std::vector<SentMad> serve(const std::vector<std::uint8_t>& records,
                                std::chrono::milliseconds for_how_long = 20ms) {
         std::vector<SentMad> tables;
-        const auto until = std::chrono::steady_clock::now() + for_how_long;
-        while (std::chrono::steady_clock::now() < until) {
-            io.run_for(2ms);
+        const auto until = clock.now() + for_how_long;
+        while (clock.now() < until) {
+            clock.advance(2ms);
             for (const auto& s : transport.take()) {
                 if (s.to.lid != kSmLid)
                     continue;
@@ -405,28 +405,28 @@ TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence]
     port.report(sa::trap::kCapabilityMaskChange, 0x100005, 0x702);
     port.report(sa::trap::kSystemImageGuidChange, 0x100005, 0x703);
     port.transport.take(); // the ReportResps
-    port.io.run_for(30ms);
+    port.clock.advance(30ms);
     CHECK(count_attr(port.transport.take(), mad::attr::kPathRecord, kSmLid) == 0);
     CHECK(port.sa.counters().preload_transactions == 1);
 }
 
 TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.spread = 60ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock.now();
     coh.start();
     transport.take(); // ClassPortInfo
-    std::optional<std::chrono::steady_clock::duration> at;
-    while (!at && std::chrono::steady_clock::now() - t0 < 200ms) {
-        io.run_for(2ms);
+    std::optional<Clock::duration> at;
+    while (!at && clock.now() - t0 < 200ms) {
+        clock.advance(2ms);
         if (count_attr(transport.take(), mad::attr::kPathRecord, kSmLid))
-            at = std::chrono::steady_clock::now() - t0;
+            at = clock.now() - t0;
     }
     REQUIRE(at);
     CHECK(*at <= 80ms);
@@ -435,7 +435,7 @@ TEST_CASE("preload waits a random delay within the spread window", "[coherence][
 TEST_CASE("a resync asks the master again only after a random delay in the spread window",
           "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -449,7 +449,7 @@ TEST_CASE("a resync asks the master again only after a random delay in the sprea
     CHECK(sa.cache().size() == 0); // flushed at once
     // Nothing asked at the moment of the event; everything within the window.
     CHECK(transport.take().empty());
-    io.run_for(70ms);
+    clock.advance(70ms);
     CHECK(count_attr(transport.take(), mad::attr::kInformInfo, kSmLid) ==
           std::size(coherence::kSubscribedTraps));
 }
@@ -463,7 +463,7 @@ TEST_CASE("a preload table arriving after trap 65 does not bring the GID back",
     // The GetTable is on its way when the master reports 0x100005 out of service.
     SentMad table;
     for (int i = 0; i < 10 && table.bytes.empty(); ++i) {
-        port.io.run_for(2ms);
+        port.clock.advance(2ms);
         for (auto& s : port.transport.take()) {
             if (mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord)
                 table = s;
@@ -492,7 +492,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
          {std::pair{mad::status::kSaInvalidGid, 1000ms}, {mad::status::kSaNoRecords, 0ms}}) {
         INFO("status " << status << ", negative TTL " << negative_ttl.count() << " ms");
         boost::asio::io_context io;
-        SteadyClock clock;
+        ManualClock clock{io};
         FakeTransport transport;
         LocalSaConfig lc;
         lc.path_record.positive_ttl = 20ms;
@@ -510,7 +510,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
         transport.take();
         std::vector<SentMad> refresh;
         for (int i = 0; i < 30 && refresh.empty(); ++i) {
-            io.run_for(10ms);
+            clock.advance(10ms);
             refresh = transport.take();
         }
         REQUIRE(refresh.size() == 1);
@@ -540,7 +540,7 @@ TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
 
 TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     auto mc = path_request(1, 0);
@@ -561,7 +561,7 @@ TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]"
 
 TEST_CASE("an answer in flight across a resync is relayed but not stored", "[coherence][wrong]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -593,7 +593,7 @@ TEST_CASE("a preload GetTable's try is sized by its transfer", "[coherence][prel
 
 TEST_CASE("requests with an SM_Key are never answered locally", "[wrong]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     sa.start();

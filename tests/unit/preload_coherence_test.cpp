@@ -73,10 +73,10 @@ TEST_CASE("a preload table answers a Get only when the answer is certain", "[pre
 
 TEST_CASE("Gets are served from the preload table without the master", "[preload]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
-    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), SteadyClock{}.now() + 1min);
+    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), clock.now() + 1min);
     const auto req = path_request(0x42, 0x100005);
     sa.dispatch(from_lid(kOwnLid, req));
     auto sent = transport.take();
@@ -118,7 +118,7 @@ TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
 TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until trap 64",
           "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -173,7 +173,7 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
 
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -189,7 +189,7 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     transport.take();
     REQUIRE(sa.cache().size() == 1);
     transport.state.sm_lid = 7;
-    io.run_for(30ms);
+    clock.advance(30ms);
     CHECK(sa.cache().size() == 0);
     CHECK(sa.counters().resyncs == 1);
     auto again = transport.take();
@@ -203,7 +203,7 @@ TEST_CASE("coherence: a resync that found the port down re-subscribes once a pol
           "active, also when the poll saw no change",
           "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -217,16 +217,16 @@ TEST_CASE("coherence: a resync that found the port down re-subscribes once a pol
     // and the next poll finds the port as it was at the last one.
     coh.resync("client re-register");
     transport.state.state = 2;
-    io.run_for(10ms);
+    clock.advance(10ms);
     CHECK(transport.take().empty());
     transport.state.state = 4;
     coh.poll_port();
-    io.run_for(10ms);
+    clock.advance(10ms);
     auto again = transport.take();
     // ClassPortInfo and the six subscriptions.
     CHECK(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     coh.poll_port();
-    io.run_for(10ms);
+    clock.advance(10ms);
     CHECK(transport.take().empty()); // once only
 }
 
@@ -245,7 +245,7 @@ void confirm_subscriptions(LocalSa& sa, FakeTransport& transport) {
 
 TEST_CASE("coherence: a master that lost the subscriptions makes the port resync", "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -257,7 +257,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
     confirm_subscriptions(sa, transport);
 
     auto next_check = [&] {
-        io.run_for(15ms);
+        clock.advance(15ms);
         auto sent = transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kInformInfoRecord);
@@ -288,7 +288,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
         CHECK(sa.counters().resyncs == 1);
         CHECK(sa.cache().size() == 0);
         // ClassPortInfo again and the six subscriptions (after the spread window's delay).
-        io.run_for(5ms);
+        clock.advance(5ms);
         CHECK(transport.take().size() == 1 + std::size(coherence::kSubscribedTraps));
     }
     SECTION("only one held: re-subscribe too") {
@@ -300,7 +300,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
 
 TEST_CASE("coherence: no subscription check before the master confirmed them all", "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -312,7 +312,7 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
     auto subs = transport.take();
     REQUIRE(subs.size() == std::size(coherence::kSubscribedTraps));
     sa.dispatch(from_lid(kSmLid, master_status_answer(subs[0].bytes, 0))); // one of six
-    io.run_for(35ms);
+    clock.advance(35ms);
     for (const auto& s : transport.take())
         CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kInformInfoRecord);
     CHECK(sa.counters().subscription_checks == 0);
@@ -320,7 +320,7 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
 
 TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence][preload]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     transport.state.pkeys = {0xffff, 0x8001};
     LocalSa sa(io.get_executor(), clock, transport, {});
@@ -331,7 +331,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
     coh.start();
     std::vector<std::uint16_t> asked;
     for (int i = 0; i < 4; ++i) {
-        io.run_for(15ms);
+        clock.advance(15ms);
         for (const auto& s : transport.take()) {
             if (mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord)
                 continue;
@@ -351,7 +351,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
 TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and counted",
           "[coherence][cache]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 50ms;
@@ -367,7 +367,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     transport.take();
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock.now();
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
     auto up = transport.take();
     REQUIRE(up.size() == 1);
@@ -381,19 +381,19 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
         REQUIRE(sent.size() == 1);
         return sent[0].to.lid == kOwnLid;
     };
-    io.run_until(t0 + 300ms);            // the master never answers the refreshes
+    clock.advance_to(t0 + 300ms);        // the master never answers the refreshes
     CHECK(sa.counters().refreshes >= 2); // the first and at least one retry
     CHECK(sa.counters().refresh_failed >= 2);
     CHECK(hit());
     CHECK(sa.counters().stale_served == 1);
-    io.run_until(t0 + 1300ms); // past refresh time + max staleness
+    clock.advance_to(t0 + 1300ms); // past refresh time + max staleness
     CHECK_FALSE(hit());
 }
 
 TEST_CASE("coherence: a resync while a subscription check is in flight keeps the checks going",
           "[coherence]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
@@ -403,11 +403,11 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     confirm_subscriptions(sa, transport);
-    io.run_for(15ms);
+    clock.advance(15ms);
     auto check = transport.take();
     REQUIRE(check.size() == 1);
     coh.resync("test");
-    io.run_for(5ms);
+    clock.advance(5ms);
     auto again = transport.take(); // ClassPortInfo and the six subscriptions
     REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     for (std::size_t i = 1; i < again.size(); ++i)
@@ -416,7 +416,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     sa.dispatch(from_lid(kSmLid, master_status_answer(check[0].bytes, mad::status::kSaNoRecords)));
     CHECK(sa.counters().resyncs == 1);
     transport.take();
-    io.run_for(15ms);
+    clock.advance(15ms);
     bool checked = false;
     for (const auto& s : transport.take())
         checked |= mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord;
@@ -425,7 +425,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
 
 TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence][cache]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 10ms;
@@ -445,7 +445,7 @@ TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence
     }
     REQUIRE(sa.cache().size() == 30);
     const auto before = sa.counters().refreshes;
-    io.run_for(1500ms);
+    clock.advance(1500ms);
     const auto refreshed = sa.counters().refreshes - before;
     CHECK(refreshed >= 2);
     CHECK(refreshed <= 4); // 2 a second (+1 for the slices' rounding), not 10

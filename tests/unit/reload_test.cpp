@@ -10,7 +10,7 @@ using namespace localsa::test;
 
 TEST_CASE("reload: --subscription-check-s is applied, not silently ignored", "[reload]") {
     boost::asio::io_context io;
-    SteadyClock clock;
+    ManualClock clock{io};
     FakeTransport transport;
     DaemonOptions running;
     LocalSa sa(io.get_executor(), clock, transport, running.local_sa);
