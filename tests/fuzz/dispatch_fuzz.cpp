@@ -271,7 +271,7 @@ public:
             cc.resubscribe_retry =
                 (c & 2) && timeout.count() != 0 ? 0ms : std::chrono::milliseconds{3'600'000};
         }
-        sa_ = std::make_unique<LocalSa>(io_.get_executor(), transport_, config_);
+        sa_ = std::make_unique<LocalSa>(io_.get_executor(), clock_, transport_, config_);
         if (under_sim_)
             sim_ = std::make_unique<transport::sim::SimQuirks>(
                 transport_, [this](const transport::InboundMad& m) { sa_->dispatch(m); });
@@ -788,7 +788,7 @@ private:
         // As coherence does when refresh time comes; the clock is moved, not waited for.
         const auto limit = in_.u8() % 8;
         auto parts = sa_->coherence_parts();
-        for (const auto& key : parts.cache.due_for_refresh(cache::Clock::now() + 24h, limit))
+        for (const auto& key : parts.cache.due_for_refresh(clock_.now() + 24h, limit))
             parts.path_records.refresh(key);
     }
 
@@ -905,6 +905,7 @@ private:
 
     Input& in_;
     boost::asio::io_context io_;
+    SteadyClock clock_;
     test::FakeTransport transport_;
     LocalSaConfig config_;
     std::unique_ptr<LocalSa> sa_;

@@ -67,8 +67,9 @@ std::vector<std::uint8_t> master_report(const sa::Notice& n, std::uint64_t tid) 
 // A LocalSa with coherence started and its six subscriptions confirmed by the master.
 struct Node {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa{io.get_executor(), transport, {}};
+    LocalSa sa{io.get_executor(), clock, transport, {}};
     coherence::Coherence coh{io.get_executor(), sa.coherence_parts(), [] {
                                  coherence::CoherenceConfig c;
                                  c.preload = false;
@@ -205,14 +206,14 @@ TEST_CASE("events: a client's subscription to a trap localsad holds is answered 
         auto in = from_lid(kOwnLid, ack);
         in.from.qpn = kClientQpn;
         node.sa.dispatch(in);
-        node.io.run_for(700ms);
+        node.clock.advance(700ms);
         CHECK(node.transport.take().empty());
         CHECK(node.sa.counters().reports_fanned_out == 1);
         CHECK(node.sa.counters().report_retries == 0);
         CHECK(node.stats()["reports_in_flight"] == 0);
     }
     SECTION("unanswered: three tries, then undelivered; three in a row drop the subscriber") {
-        node.io.run_for(700ms);
+        node.clock.advance(700ms);
         auto tries = node.transport.take();
         REQUIRE(tries.size() == 2);
         for (const auto& t : tries)
@@ -222,7 +223,7 @@ TEST_CASE("events: a client's subscription to a trap localsad holds is answered 
         CHECK(node.stats()["client_subscriptions"] == 1);
         for (std::uint64_t tid : {0x901, 0x902}) {
             node.sa.dispatch(from_lid(kSmLid, master_report(notice, tid)));
-            node.io.run_for(700ms);
+            node.clock.advance(700ms);
             node.transport.take();
         }
         CHECK(node.sa.counters().reports_undelivered == 3);
@@ -238,7 +239,7 @@ TEST_CASE("events: a client's subscription to a trap localsad holds is answered 
         in.from.qpn = kClientQpn + 1;
         node.sa.dispatch(in);
         CHECK(node.sa.counters().stray_responses == 1);
-        node.io.run_for(700ms);
+        node.clock.advance(700ms);
         CHECK(node.transport.take().size() == 2); // tried again, as if unanswered
         CHECK(node.sa.counters().reports_fanned_out == 0);
         CHECK(node.sa.counters().reports_undelivered == 1);
@@ -304,11 +305,11 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         // o13-13.1.1: a failed InformInfo comes back with Subscribe 0.
         CHECK(sa::InformInfo::unpack(mad::Bytes{r.bytes}.subspan(56)).subscribe == 0);
         CHECK(node.stats()["client_subscriptions"] == 0);
-        node.io.run_for(50ms);
+        node.clock.advance(50ms);
         CHECK(node.transport.take().empty()); // and not tried again
     }
     SECTION("the master does not answer: the client is told BUSY") {
-        node.io.run_for(1s);
+        node.clock.advance(1s);
         auto sent = node.transport.take();
         REQUIRE_FALSE(sent.empty());
         const auto& r = sent.back();
@@ -320,7 +321,7 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
         node.transport.take();
         node.coh.resync("test");
-        node.io.run_for(2ms); // the resync's queries (spread window 0)
+        node.clock.advance(2ms); // the resync's queries (spread window 0)
         std::vector<std::uint8_t> renewal;
         for (const auto& s : node.transport.take())
             if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo &&
@@ -339,7 +340,7 @@ TEST_CASE("events: a trap localsad does not hold is held at the master while a c
         node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
         node.transport.take();
         node.coh.resync("test");
-        node.io.run_for(2ms); // the resync's queries (spread window 0)
+        node.clock.advance(2ms); // the resync's queries (spread window 0)
         int traps128 = 0;
         for (const auto& s : node.transport.take())
             if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo &&
@@ -374,8 +375,9 @@ TEST_CASE("events: subscriptions that cannot be served are denied", "[events]") 
 TEST_CASE("events: without coherence nothing is held at the master, so Sets are denied",
           "[events]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     sa.dispatch(client_set(trap_filter(65), 1));
     const auto sent = transport.take();
     REQUIRE(sent.size() == 1);
@@ -408,11 +410,12 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     // (Overloaded) while the client's Set from before still occupies the slot. The failure of
     // trap 128 answers the client, which releases the trap in the middle of renewing them all.
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig config;
     config.upstream.max_outstanding = 1;
     config.upstream.max_queued = 0;
-    LocalSa sa(io.get_executor(), transport, config);
+    LocalSa sa(io.get_executor(), clock, transport, config);
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 0ms;
@@ -428,7 +431,7 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     CHECK(up[0].to.lid == kSmLid);
     const auto overflow = sa.counters().upstream_overflow;
     coh.resync("test");
-    io.run_for(2ms); // the resync's queries (spread window 0)
+    clock.advance(2ms); // the resync's queries (spread window 0)
     const auto sent = transport.take();
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].to.qpn == kClientQpn);
@@ -450,7 +453,7 @@ TEST_CASE("events: a client that left while its Set waited for the master still 
     CHECK(status_of(only(node.set(off, 0xb1)).bytes) == 0);
     // The master changes before it answered: the Set in flight is forgotten with it.
     node.coh.resync("test");
-    node.io.run_for(2ms); // the resync's queries (spread window 0)
+    node.clock.advance(2ms); // the resync's queries (spread window 0)
     node.sa.dispatch(from_lid(kSmLid, master_status_answer(up.bytes, 0)));
     std::vector<SentMad> to_client;
     int released = 0;

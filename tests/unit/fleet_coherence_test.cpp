@@ -25,8 +25,8 @@ cache::PathQueryKey key_of(std::uint8_t b) {
     return k;
 }
 
-cache::PathAnswer one_record(cache::Clock::time_point refresh_at, cache::Clock::time_point expires,
-                             std::optional<cache::Clock::time_point> used = std::nullopt) {
+cache::PathAnswer one_record(Clock::time_point refresh_at, Clock::time_point expires,
+                             std::optional<Clock::time_point> used = std::nullopt) {
     cache::PathAnswer a;
     a.records.resize(64);
     a.refresh_at = refresh_at;
@@ -88,7 +88,7 @@ void cache_path(LocalSa& sa, FakeTransport& transport, std::uint64_t guid, std::
 
 TEST_CASE("an answer unused within the idle window is dropped, not refreshed", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // used when stored (a miss)
     c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.find(key_of(2), t0 + 5s)); // key 2 used again
@@ -102,7 +102,7 @@ TEST_CASE("an answer unused within the idle window is dropped, not refreshed", "
 
 TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.due_for_refresh(t0 + 11s, 10, 12s).size() == 1); // used 11 s ago: refreshed
     c.store(key_of(1), one_record(t0 + 21s, t0 + 1h));         // the refresh's answer
@@ -114,8 +114,8 @@ TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[ca
 TEST_CASE("by default an answer is refreshed only when used since its last refresh",
           "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
-    constexpr auto since_refresh = cache::Clock::duration::zero();
+    const auto t0 = SteadyClock{}.now();
+    constexpr auto since_refresh = Clock::duration::zero();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // a miss: used
     c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.due_for_refresh(t0 + 11s, 10, since_refresh).size() == 2);
@@ -135,7 +135,7 @@ TEST_CASE("by default an answer is refreshed only when used since its last refre
 
 TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     // Stored first, due last (a failed refresh tried again later is stored like this).
     c.store(key_of(1), one_record(t0 + 50s, t0 + 1h, t0));
     c.store(key_of(2), one_record(t0 + 5s, t0 + 1h, t0));
@@ -148,7 +148,7 @@ TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
 
 TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]") {
     cache::PathCache c(4);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     for (std::uint8_t i = 1; i <= 4; ++i)
         c.store(key_of(i), one_record(t0 + 1h, t0 + 2h, t0));
     for (std::uint8_t i : {1, 2, 4})
@@ -163,10 +163,11 @@ TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]
 TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache",
           "[coherence][idle]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 100ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
@@ -179,7 +180,7 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
     // Keep using the path to 0x100005 only, for about 4 TTLs.
     std::size_t refreshes = 0;
     for (int i = 0; i < 40; ++i) {
-        io.run_for(10ms);
+        clock.advance(10ms);
         sa.dispatch(from_lid(kOwnLid, path_request(0x900 + i, 0x100005)));
         for (const auto& s : transport.take()) {
             if (s.to.lid != kSmLid)
@@ -201,13 +202,14 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
 TEST_CASE("upstream: background queries draw from one token bucket, clients go first",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.background_rate = 100; // one token per 10 ms
     uc.background_burst = 3;
     uc.try_timeout = 1s;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     upstream::SubmitOptions bg;
     bg.priority = upstream::Priority::Background;
     for (int i = 0; i < 10; ++i)
@@ -218,9 +220,9 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
     auto sent = transport.take();
     REQUIRE(sent.size() == 1); // a client query goes at once, past the queued background ones
     CHECK(mad::load_be16(sent[0].bytes, 56 + 22) == 0x0005);
-    const auto t0 = std::chrono::steady_clock::now();
-    io.run_for(55ms);
-    const auto elapsed = std::chrono::steady_clock::now() - t0;
+    const auto t0 = clock.now();
+    clock.advance(55ms);
+    const auto elapsed = clock.now() - t0;
     const auto n = transport.take().size();
     // At most one per 10 ms (plus the token the client did not leave): never over budget.
     CHECK(n >= 2);
@@ -230,23 +232,24 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.max_outstanding = 1;
     uc.try_timeout = 30ms;
     uc.retries = 2;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     std::vector<upstream::Outcome> outcomes;
     auto record = [&](upstream::Reply r) { outcomes.push_back(r.outcome); };
     upstream::SubmitOptions first;
-    first.deadline = std::chrono::steady_clock::now() + 40ms; // one retry at most
+    first.deadline = clock.now() + 40ms; // one retry at most
     up.submit(path_request(1, 0x100005), record, first);
     upstream::SubmitOptions second;
-    second.deadline = std::chrono::steady_clock::now() + 10ms;
+    second.deadline = clock.now() + 10ms;
     up.submit(path_request(2, 0x100007), record, second);
     CHECK(transport.take().size() == 1);
-    io.run_for(150ms);
+    clock.advance(150ms);
     // The first: its try at 0 and a retry at 30 ms (the deadline had not passed), none at 60 ms.
     // The second waited behind it past its requester's deadline: never sent.
     const auto sent = transport.take();
@@ -259,12 +262,13 @@ TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up
 
 TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream][budget]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.busy_backoff = 40ms;
     uc.try_timeout = 1s;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     std::size_t answered = 0;
     up.submit(path_request(1, 0x100005), [&](upstream::Reply) { ++answered; });
     auto sent = transport.take();
@@ -274,20 +278,21 @@ TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream]
     // Another query meanwhile waits too: the master asked this node, not one query, to back off.
     up.submit(path_request(2, 0x100007), [&](upstream::Reply) { ++answered; });
     CHECK(transport.take().empty());
-    io.run_for(50ms); // the hold-back is 20-40 ms (half to all of the first back-off)
+    clock.advance(50ms); // the hold-back is 20-40 ms (half to all of the first back-off)
     CHECK(transport.take().size() == 2);
 }
 
 TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream][budget]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
     lc.upstream.retries = 2;
     lc.path_record.requester_deadline = 50ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
-    io.run_for(200ms);
+    clock.advance(200ms);
     // Tries at 0 and 30 ms; at 60 ms the requester (the kernel's redirect, 50 ms here) has
     // gone to the master itself.
     CHECK(count_attr(transport.take(), mad::attr::kPathRecord, kSmLid) == 2);
@@ -297,18 +302,19 @@ TEST_CASE("the last try before the requester's deadline waits for a slow master,
           "then serves the next requester",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
     lc.upstream.retries = 2;
     lc.path_record.requester_deadline = 30ms; // as the defaults: deadline = one try
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
     auto sent = transport.take();
     REQUIRE(sent.size() == 1);
     // The try waits the patience of all three tries: no retry could start after it.
     CHECK(sent[0].timeout == 90ms);
-    io.run_for(60ms); // past one try: the master is slow
+    clock.advance(60ms); // past one try: the master is slow
     CHECK(transport.take().empty());
     sa.dispatch(from_lid(kSmLid, master_path_answer(sent[0].bytes, 8)));
     CHECK(sa.counters().upstream_late_responses == 0);
@@ -327,6 +333,7 @@ namespace {
 
 struct PreloadedPort {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSa sa;
     coherence::Coherence coh;
@@ -337,7 +344,7 @@ struct PreloadedPort {
         return cc;
     }
     explicit PreloadedPort(std::vector<std::uint16_t> pkeys = {0x7fff})
-        : transport(with_pkeys(std::move(pkeys))), sa(io.get_executor(), transport, {}),
+        : transport(with_pkeys(std::move(pkeys))), sa(io.get_executor(), clock, transport, {}),
           coh(io.get_executor(), sa.coherence_parts(), config()) {}
     static FakeTransport with_pkeys(std::vector<std::uint16_t> pkeys) {
         FakeTransport t;
@@ -349,9 +356,9 @@ struct PreloadedPort {
     std::vector<SentMad> serve(const std::vector<std::uint8_t>& records,
                                std::chrono::milliseconds for_how_long = 20ms) {
         std::vector<SentMad> tables;
-        const auto until = std::chrono::steady_clock::now() + for_how_long;
-        while (std::chrono::steady_clock::now() < until) {
-            io.run_for(2ms);
+        const auto until = clock.now() + for_how_long;
+        while (clock.now() < until) {
+            clock.advance(2ms);
             for (const auto& s : transport.take()) {
                 if (s.to.lid != kSmLid)
                     continue;
@@ -398,27 +405,28 @@ TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence]
     port.report(sa::trap::kCapabilityMaskChange, 0x100005, 0x702);
     port.report(sa::trap::kSystemImageGuidChange, 0x100005, 0x703);
     port.transport.take(); // the ReportResps
-    port.io.run_for(30ms);
+    port.clock.advance(30ms);
     CHECK(count_attr(port.transport.take(), mad::attr::kPathRecord, kSmLid) == 0);
     CHECK(port.sa.counters().preload_transactions == 1);
 }
 
 TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.spread = 60ms;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock.now();
     coh.start();
     transport.take(); // ClassPortInfo
-    std::optional<std::chrono::steady_clock::duration> at;
-    while (!at && std::chrono::steady_clock::now() - t0 < 200ms) {
-        io.run_for(2ms);
+    std::optional<Clock::duration> at;
+    while (!at && clock.now() - t0 < 200ms) {
+        clock.advance(2ms);
         if (count_attr(transport.take(), mad::attr::kPathRecord, kSmLid))
-            at = std::chrono::steady_clock::now() - t0;
+            at = clock.now() - t0;
     }
     REQUIRE(at);
     CHECK(*at <= 80ms);
@@ -427,8 +435,9 @@ TEST_CASE("preload waits a random delay within the spread window", "[coherence][
 TEST_CASE("a resync asks the master again only after a random delay in the spread window",
           "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.spread = 50ms;
@@ -440,7 +449,7 @@ TEST_CASE("a resync asks the master again only after a random delay in the sprea
     CHECK(sa.cache().size() == 0); // flushed at once
     // Nothing asked at the moment of the event; everything within the window.
     CHECK(transport.take().empty());
-    io.run_for(70ms);
+    clock.advance(70ms);
     CHECK(count_attr(transport.take(), mad::attr::kInformInfo, kSmLid) ==
           std::size(coherence::kSubscribedTraps));
 }
@@ -454,7 +463,7 @@ TEST_CASE("a preload table arriving after trap 65 does not bring the GID back",
     // The GetTable is on its way when the master reports 0x100005 out of service.
     SentMad table;
     for (int i = 0; i < 10 && table.bytes.empty(); ++i) {
-        port.io.run_for(2ms);
+        port.clock.advance(2ms);
         for (auto& s : port.transport.take()) {
             if (mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord)
                 table = s;
@@ -483,12 +492,13 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
          {std::pair{mad::status::kSaInvalidGid, 1000ms}, {mad::status::kSaNoRecords, 0ms}}) {
         INFO("status " << status << ", negative TTL " << negative_ttl.count() << " ms");
         boost::asio::io_context io;
+        ManualClock clock{io};
         FakeTransport transport;
         LocalSaConfig lc;
         lc.path_record.positive_ttl = 20ms;
         lc.path_record.negative_ttl = negative_ttl;
         lc.path_record.max_staleness = 10s;
-        LocalSa sa(io.get_executor(), transport, lc);
+        LocalSa sa(io.get_executor(), clock, transport, lc);
         coherence::CoherenceConfig cc;
         cc.subscribe = false;
         cc.preload = false;
@@ -500,7 +510,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
         transport.take();
         std::vector<SentMad> refresh;
         for (int i = 0; i < 30 && refresh.empty(); ++i) {
-            io.run_for(10ms);
+            clock.advance(10ms);
             refresh = transport.take();
         }
         REQUIRE(refresh.size() == 1);
@@ -516,7 +526,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
 TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
           "[preload][wrong]") {
     cache::PreloadTable t;
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     t.replace(std::nullopt, table_records({{0x100005, 8}}), now + 1min);
     sa::PathRecord r;
     r.dgid = gid(0x100005);
@@ -530,8 +540,9 @@ TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
 
 TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     auto mc = path_request(1, 0);
     const auto mgid = sa::Gid::from_parts(0xff12401bffff0000ULL, 0xffffffffULL);
     std::copy(mgid.raw.begin(), mgid.raw.end(), mc.begin() + 56 + 8);
@@ -550,8 +561,9 @@ TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]"
 
 TEST_CASE("an answer in flight across a resync is relayed but not stored", "[coherence][wrong]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
@@ -581,8 +593,9 @@ TEST_CASE("a preload GetTable's try is sized by its transfer", "[coherence][prel
 
 TEST_CASE("requests with an SM_Key are never answered locally", "[wrong]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     sa.start();
     auto cpi = transport.take();
     REQUIRE(cpi.size() == 1);

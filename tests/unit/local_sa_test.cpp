@@ -13,7 +13,6 @@
 #include <spdlog/spdlog.h>
 
 #include <sstream>
-#include <thread>
 
 using namespace localsa;
 using namespace localsa::test;
@@ -23,18 +22,15 @@ namespace {
 
 struct Fixture {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig config;
     std::unique_ptr<LocalSa> sa;
 
     explicit Fixture(LocalSaConfig c = {}) : config(c) {
-        sa = std::make_unique<LocalSa>(io.get_executor(), transport, config);
+        sa = std::make_unique<LocalSa>(io.get_executor(), clock, transport, config);
     }
     void deliver(transport::InboundMad in) { sa->dispatch(in); }
-    void run_for(std::chrono::milliseconds d) {
-        io.restart();
-        io.run_for(d);
-    }
     // The master answers the one request it received.
     std::vector<std::uint8_t> master_answers(const SentMad& upstream, std::uint16_t dlid) {
         auto answer = master_path_answer(upstream.bytes, dlid);
@@ -107,7 +103,7 @@ TEST_CASE("only an SM the query went to answers it", "[local_sa]") {
     }
     SECTION("after an SM change the retry goes to the new SM, which alone answers it") {
         f.transport.state.sm_lid = 2;
-        f.run_for(f.config.upstream.try_timeout + 50ms);
+        f.clock.advance(f.config.upstream.try_timeout + 50ms);
         const auto retry = f.transport.take();
         REQUIRE(retry.size() == 1);
         CHECK(retry[0].to.lid == 2);
@@ -336,7 +332,7 @@ TEST_CASE("an unanswered query is retried with fresh TIDs, then given up", "[loc
     c.upstream.retries = 2;
     Fixture f(c);
     f.deliver(from_lid(kOwnLid, path_request(1, 0x100005)));
-    f.run_for(100ms);
+    f.clock.advance(100ms);
     auto sent = f.transport.take();
     REQUIRE(sent.size() == 3);
     CHECK(low_tid(sent[0].bytes) != low_tid(sent[1].bytes));
@@ -364,7 +360,7 @@ TEST_CASE("BUSY from the master backs off and retries", "[local_sa]") {
     mad::store_be16(busy, 4, mad::status::kBusy);
     f.deliver(from_lid(kSmLid, busy));
     CHECK(f.transport.take().empty());
-    f.run_for(20ms);
+    f.clock.advance(20ms);
     sent = f.transport.take();
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].to.lid == kSmLid);
@@ -409,7 +405,7 @@ TEST_CASE("NO_RECORDS is remembered for the negative TTL only", "[local_sa]") {
     CHECK(sent[0].to.lid == kOwnLid);
     CHECK(status_of(sent[0].bytes) == mad::status::kSaNoRecords);
     CHECK(mad::tid_of(sent[0].bytes) == 2);
-    std::this_thread::sleep_for(30ms);
+    f.clock.advance(30ms);
     f.deliver(from_lid(kOwnLid, path_request(3, 0x100099)));
     sent = f.transport.take();
     REQUIRE(sent.size() == 1);

@@ -290,6 +290,7 @@ namespace {
 
 struct ServiceFixture {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport umad;
     nl::LocalServiceConfig nl_config;
     std::unique_ptr<nl::LocalService> service;
@@ -299,8 +300,8 @@ struct ServiceFixture {
 
     ServiceFixture() {
         nl_config.answer_budget = 100ms;
-        service = std::make_unique<nl::LocalService>(io.get_executor(), umad, nl_config);
-        sa = std::make_unique<LocalSa>(io.get_executor(), *service, LocalSaConfig{});
+        service = std::make_unique<nl::LocalService>(io.get_executor(), clock, umad, nl_config);
+        sa = std::make_unique<LocalSa>(io.get_executor(), clock, *service, LocalSaConfig{});
         service->connect(
             [this](nl::Bytes m) {
                 to_kernel.emplace_back(m.begin(), m.end());
@@ -439,7 +440,7 @@ TEST_CASE("what cannot be answered gets the error reply at once", "[netlink]") {
     SECTION("no answer within the budget") {
         f.kernel_sends(rdma_cm_resolve(12).bytes());
         REQUIRE(f.umad.take().size() == 1);
-        f.io.run_for(f.nl_config.answer_budget + 50ms);
+        f.clock.advance(f.nl_config.answer_budget + 50ms);
         auto out = f.take_kernel();
         REQUIRE(out.size() == 1);
         CHECK(is_error(out[0], 12));

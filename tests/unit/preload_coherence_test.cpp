@@ -28,7 +28,7 @@ sa::PathRecord request_record(std::uint64_t dguid) {
 
 TEST_CASE("a preload table answers a Get only when the answer is certain", "[preload]") {
     cache::PreloadTable t;
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     t.replace(std::nullopt, table_records({{0x100005, 8}, {0x100007, 11}}), now + 1min);
     const auto own = gid(0x100003);
     using namespace sa::pr_mask;
@@ -73,10 +73,11 @@ TEST_CASE("a preload table answers a Get only when the answer is certain", "[pre
 
 TEST_CASE("Gets are served from the preload table without the master", "[preload]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     sa.coherence_parts().preload.replace(std::nullopt, table_records({{0x100005, 8}}),
-                                         cache::Clock::now() + 1min);
+                                         clock.now() + 1min);
     const auto req = path_request(0x42, 0x100005);
     sa.dispatch(from_lid(kOwnLid, req));
     auto sent = transport.take();
@@ -94,7 +95,7 @@ TEST_CASE("Gets are served from the preload table without the master", "[preload
 
 TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
     cache::PathCache c(10);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     auto key = [](std::uint8_t b) {
         cache::PathQueryKey k;
         k.masked[8] = b;
@@ -118,8 +119,9 @@ TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
 TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until trap 64",
           "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -172,8 +174,9 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
 
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -187,7 +190,7 @@ TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     transport.take();
     REQUIRE(sa.cache().size() == 1);
     transport.state.sm_lid = 7;
-    io.run_for(30ms);
+    clock.advance(30ms);
     CHECK(sa.cache().size() == 0);
     CHECK(sa.counters().resyncs == 1);
     auto again = transport.take();
@@ -201,8 +204,9 @@ TEST_CASE("coherence: a resync that found the port down re-subscribes once a pol
           "active, also when the poll saw no change",
           "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms;
     cc.preload = false;
@@ -214,16 +218,16 @@ TEST_CASE("coherence: a resync that found the port down re-subscribes once a pol
     // and the next poll finds the port as it was at the last one.
     coh.resync("client re-register");
     transport.state.state = 2;
-    io.run_for(10ms);
+    clock.advance(10ms);
     CHECK(transport.take().empty());
     transport.state.state = 4;
     coh.poll_port();
-    io.run_for(10ms);
+    clock.advance(10ms);
     auto again = transport.take();
     // ClassPortInfo and the six subscriptions.
     CHECK(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     coh.poll_port();
-    io.run_for(10ms);
+    clock.advance(10ms);
     CHECK(transport.take().empty()); // once only
 }
 
@@ -242,8 +246,9 @@ void confirm_subscriptions(LocalSa& sa, FakeTransport& transport) {
 
 TEST_CASE("coherence: a master that lost the subscriptions makes the port resync", "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -253,7 +258,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
     confirm_subscriptions(sa, transport);
 
     auto next_check = [&] {
-        io.run_for(15ms);
+        clock.advance(15ms);
         auto sent = transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kInformInfoRecord);
@@ -284,7 +289,7 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
         CHECK(sa.counters().resyncs == 1);
         CHECK(sa.cache().size() == 0);
         // ClassPortInfo again and the six subscriptions (after the spread window's delay).
-        io.run_for(5ms);
+        clock.advance(5ms);
         CHECK(transport.take().size() == 1 + std::size(coherence::kSubscribedTraps));
     }
     SECTION("only one held: re-subscribe too") {
@@ -296,8 +301,9 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
 
 TEST_CASE("coherence: no subscription check before the master confirmed them all", "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -307,7 +313,7 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
     auto subs = transport.take();
     REQUIRE(subs.size() == std::size(coherence::kSubscribedTraps));
     sa.dispatch(from_lid(kSmLid, master_status_answer(subs[0].bytes, 0))); // one of six
-    io.run_for(35ms);
+    clock.advance(35ms);
     for (const auto& s : transport.take())
         CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kInformInfoRecord);
     CHECK(sa.counters().subscription_checks == 0);
@@ -315,9 +321,10 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
 
 TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence][preload]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     transport.state.pkeys = {0xffff, 0x8001};
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
@@ -325,7 +332,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
     coh.start();
     std::vector<std::uint16_t> asked;
     for (int i = 0; i < 4; ++i) {
-        io.run_for(15ms);
+        clock.advance(15ms);
         for (const auto& s : transport.take()) {
             if (mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord)
                 continue;
@@ -345,6 +352,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
 TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and counted",
           "[coherence][cache]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 50ms;
@@ -352,7 +360,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     lc.path_record.refresh_retry = 60ms;
     lc.upstream.try_timeout = 10ms;
     lc.upstream.retries = 0;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
@@ -360,7 +368,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     transport.take();
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = clock.now();
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
     auto up = transport.take();
     REQUIRE(up.size() == 1);
@@ -374,20 +382,21 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
         REQUIRE(sent.size() == 1);
         return sent[0].to.lid == kOwnLid;
     };
-    io.run_until(t0 + 300ms);            // the master never answers the refreshes
+    clock.advance_to(t0 + 300ms);        // the master never answers the refreshes
     CHECK(sa.counters().refreshes >= 2); // the first and at least one retry
     CHECK(sa.counters().refresh_failed >= 2);
     CHECK(hit());
     CHECK(sa.counters().stale_served == 1);
-    io.run_until(t0 + 1300ms); // past refresh time + max staleness
+    clock.advance_to(t0 + 1300ms); // past refresh time + max staleness
     CHECK_FALSE(hit());
 }
 
 TEST_CASE("coherence: a resync while a subscription check is in flight keeps the checks going",
           "[coherence]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -395,11 +404,11 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
     confirm_subscriptions(sa, transport);
-    io.run_for(15ms);
+    clock.advance(15ms);
     auto check = transport.take();
     REQUIRE(check.size() == 1);
     coh.resync("test");
-    io.run_for(5ms);
+    clock.advance(5ms);
     auto again = transport.take(); // ClassPortInfo and the six subscriptions
     REQUIRE(again.size() == 1 + std::size(coherence::kSubscribedTraps));
     for (std::size_t i = 1; i < again.size(); ++i)
@@ -408,7 +417,7 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
     sa.dispatch(from_lid(kSmLid, master_status_answer(check[0].bytes, mad::status::kSaNoRecords)));
     CHECK(sa.counters().resyncs == 1);
     transport.take();
-    io.run_for(15ms);
+    clock.advance(15ms);
     bool checked = false;
     for (const auto& s : transport.take())
         checked |= mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord;
@@ -417,10 +426,11 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
 
 TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence][cache]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 10ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
@@ -436,7 +446,7 @@ TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence
     }
     REQUIRE(sa.cache().size() == 30);
     const auto before = sa.counters().refreshes;
-    io.run_for(1500ms);
+    clock.advance(1500ms);
     const auto refreshed = sa.counters().refreshes - before;
     CHECK(refreshed >= 2);
     CHECK(refreshed <= 4); // 2 a second (+1 for the slices' rounding), not 10

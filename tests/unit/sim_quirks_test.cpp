@@ -1,6 +1,7 @@
 // ibsim's MAD-layer quirks, absorbed in front of the dispatcher (transport/sim).
 #include "fake_transport.hpp"
 
+#include "engine/clock.hpp"
 #include "engine/local_sa.hpp"
 #include "ib/constants.hpp"
 #include "transport/sim/sim_quirks.hpp"
@@ -110,8 +111,9 @@ TEST_CASE("SimQuirks answers SMInfo itself and hands every other MAD on", "[sim]
 
 TEST_CASE("in front of the dispatcher, a short request from umad2sim is answered", "[sim]") {
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, LocalSaConfig{});
+    LocalSa sa(io.get_executor(), clock, transport, LocalSaConfig{});
     SimQuirks quirks(transport, [&](const transport::InboundMad& in) { sa.dispatch(in); });
     auto req = path_request(7, 0x100005);
     req.resize(mad::kSaHeaderSize + 64);

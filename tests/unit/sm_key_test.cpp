@@ -57,15 +57,13 @@ TEST_CASE("SM_Keys pass through unchanged, are never logged and never used for o
           "[local_sa][sm_key]") {
     CapturedLog log;
     boost::asio::io_context io;
+    ManualClock clock{io};
     FakeTransport transport;
     LocalSaConfig config;
     config.upstream.try_timeout = std::chrono::milliseconds{1};
     config.upstream.retries = 1;
-    LocalSa sa(io.get_executor(), transport, config);
-    auto run_timers = [&] {
-        io.restart();
-        io.run_for(std::chrono::milliseconds{20});
-    };
+    LocalSa sa(io.get_executor(), clock, transport, config);
+    auto run_timers = [&] { clock.advance(std::chrono::milliseconds{20}); };
 
     // Keyed PathRecord Gets from this port, a keyed NodeRecord Get; another port's is refused.
     sa.dispatch(from_lid(kOwnLid, keyed(path_request(1, 0x100005))));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/cache/path_cache.hpp"
+#include "engine/clock.hpp"
 #include "engine/coherence/coherence.hpp"
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
@@ -37,7 +38,9 @@ struct LocalSaConfig {
 
 class LocalSa {
 public:
-    LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
+    // Every part reads the time and arms its timers on `clock` (SteadyClock in localsad, a
+    // ManualClock in tests and simulations); it must outlive the LocalSa.
+    LocalSa(boost::asio::any_io_executor executor, Clock& clock, transport::MadTransport& transport,
             LocalSaConfig config);
 
     // Entry point for every MAD the transport receives.
@@ -62,6 +65,7 @@ public:
 
     // Read-only views, for stats and tests. What changes the parts is the dispatcher (MADs) and
     // coherence::Coherence, wired through coherence_parts(): nothing else reaches in.
+    Clock& clock() { return clock_; }
     const Counters& counters() const { return counters_; }
     // The port's counters, shared with what wraps the dispatcher (the netlink service).
     Counters& counters() { return counters_; }
@@ -85,6 +89,7 @@ private:
     void drop(const transport::InboundMad& mad, const char* why);
     void reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes);
 
+    Clock& clock_;
     transport::MadTransport& transport_;
     LocalSaConfig config_;
     Counters counters_;
