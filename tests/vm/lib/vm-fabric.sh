@@ -90,8 +90,10 @@ fabric_start() {
     VM_OPENSM_PID=$!
     export VM_OPENSM_PID
     FABRIC_PIDS+=($!)
-    if ! fabric_wait 90 fabric_sm_master || ! fabric_wait 60 fabric_ports_active ||
-        ! fabric_wait 60 fabric_sa_ready; then
+    # LOCALSA_VM_SUBNET_WAIT_S: a bigger --net (hundreds of hosts) sweeps for minutes under TCG
+    local wait_s=${LOCALSA_VM_SUBNET_WAIT_S:-60}
+    if ! fabric_wait $((wait_s * 3 / 2)) fabric_sm_master || ! fabric_wait "$wait_s" fabric_ports_active ||
+        ! fabric_wait "$wait_s" fabric_sa_ready; then
         fabric_log "the subnet did not come up in $((SECONDS - t0)) s"
         tail -n 20 "$VM_FABRIC_DIR/opensm.log" >&2
         tail -n 5 "$VM_FABRIC_DIR"/relay-*.log >&2
