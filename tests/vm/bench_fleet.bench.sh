@@ -10,6 +10,8 @@
 #   warm      the next job, answered from the caches;
 #   preload   caches emptied, every node preloads its table, then the job.
 # Per phase the master's SA transactions (OpenSM's log) and OpenSM's CPU seconds (/proc).
+# LOCALSA_VMBENCH_SAMPLE=K: baseline and cold send only K ranks' queries (to every peer), for
+# an N whose N(N-1) single Gets do not fit the guest's time.
 # Prints the fleet's JSON between "fleet-json begin" and "fleet-json end".
 # Usage: tests/vm/bench_fleet.bench.sh 6.12 [N]   (N hosts, default 64)
 set -euo pipefail
@@ -25,7 +27,11 @@ if [[ ${1:-} != --guest ]]; then
     t0=$SECONDS
     rc=0
     echo "host_load_before $(cut -d' ' -f1-3 /proc/loadavg)"
+    # ibsim's queues deep enough for the fleet's traffic; OpenSM's SMPs wait 1 s, not 200 ms,
+    # for an answer through the busy simulation (a timed-out PortInfo of its own port sends it
+    # back to discovering, and the fabric froze at N = 256 with both at their defaults)
     LOCALSA_VM_COUNT_SA=1 LOCALSA_VM_SUBNET_WAIT_S=$((N > 256 ? 900 : 120)) \
+        LOCALSA_VM_DGRAM_QLEN=1024 LOCALSA_VM_OPENSM_ARGS="-t 1000" \
         bash scripts/vm run --kernel "$LINE" --net "$net" --sm H0 --hca H1 --mem "$mem" \
         --timeout "${LOCALSA_VMBENCH_TIMEOUT:-3000}" \
         -- bash tests/vm/bench_fleet.bench.sh --guest || rc=$?
@@ -51,7 +57,8 @@ echo "guest_mem_kb $(awk '/MemTotal/ { print $2 }' /proc/meminfo)"
 
 rc=0
 "$BIN/localsa-fleet" --ca simhca1 --nodes /tmp/nodes.txt --phases "$PHASES" \
-    --timeout-ms 20000 --master-pid "$VM_OPENSM_PID" \
+    --timeout-ms 20000 --master-pid "$VM_OPENSM_PID" --depth 64 --max-in-flight 64 \
+    --sample-sources "${LOCALSA_VMBENCH_SAMPLE:-0}" \
     --count-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD\$' $OSM_LOG" \
     --count-all-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_' $OSM_LOG" \
     --json /tmp/fleet.json 2>/tmp/fleet.err || rc=$?

@@ -169,7 +169,7 @@ long max_rss_kb() {
 int main(int argc, char** argv) {
     std::string ca, nodes_file, phases_arg = "baseline,cold,warm", count_cmd, count_all_cmd,
                                 out_file, log_level = "warn";
-    std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128;
+    std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128, sample_sources = 0;
     long timeout_ms = 5000, up_timeout_ms = 200, up_retries = 2, up_outstanding = 32;
     std::size_t cache_max_entries = 1'000'000;
     long master_pid = 0, preload_wait_s = 600;
@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
                                                     "the umad device's CA (default: the first)")(
         "nodes", po::value(&nodes_file), "file of 'NODE LID' lines (scripts/fabric lid --all)")(
         "ranks", po::value(&ranks_wanted), "use the first N nodes as ranks (default: all)")(
+        "sample-sources", po::value(&sample_sources),
+        "baseline and cold send only the first K ranks' queries (to every peer): a sample of a "
+        "job too big to send whole to the master (default: all)")(
         "phases", po::value(&phases_arg)->default_value(phases_arg),
         "comma-separated: baseline, cold, warm, preload (repeatable, in order)")(
         "depth", po::value(&depth)->default_value(depth),
@@ -320,9 +323,11 @@ int main(int argc, char** argv) {
             pr.reversible = true;
             templ[i] = path_get(kJobMask, pr);
         }
-        auto src_of = [n](std::uint64_t q) { return static_cast<std::size_t>(q % n); };
-        auto dst_of = [n](std::uint64_t q) {
-            return static_cast<std::size_t>((q % n + 1 + q / n) % n);
+        // The ranks whose queries the running phase sends (all but in a sampled phase).
+        std::size_t sources = n;
+        auto src_of = [&sources](std::uint64_t q) { return static_cast<std::size_t>(q % sources); };
+        auto dst_of = [n, &sources](std::uint64_t q) {
+            return static_cast<std::size_t>((q % sources + 1 + q / sources) % n);
         };
         std::uint16_t first_port = first_port_of("cold");
         auto job_request = [&](std::uint64_t q, std::uint32_t tid) {
@@ -409,6 +414,15 @@ int main(int argc, char** argv) {
         for (const auto& phase : phases) {
             const bool direct = phase == "baseline";
             first_port = first_port_of(phase);
+            const bool sampled =
+                sample_sources && sample_sources < n && (phase == "baseline" || phase == "cold");
+            sources = sampled ? sample_sources : n;
+            const std::uint64_t phase_queries = static_cast<std::uint64_t>(sources) * (n - 1);
+            if (phase == "cold")
+                for (auto& sa : sas) { // cold: also after a phase that filled the caches
+                    sa->cache().clear();
+                    sa->preload().clear();
+                }
             const auto c0 = sum_counters(sas);
             const auto s0 = shared->stats();
             const auto before = run_count(count_cmd);
@@ -470,7 +484,7 @@ int main(int argc, char** argv) {
             fleet::EngineResult r;
             if (direct) {
                 r = engine.run(
-                    total,
+                    phase_queries,
                     [&](std::uint64_t q, std::uint32_t tid) {
                         return shared->send(driver_owner, job_request(q, tid), master,
                                             std::chrono::milliseconds{timeout_ms});
@@ -478,7 +492,7 @@ int main(int argc, char** argv) {
                     job_check);
             } else {
                 r = engine.run(
-                    total,
+                    phase_queries,
                     [&](std::uint64_t q, std::uint32_t tid) {
                         transport::InboundMad in;
                         in.bytes = job_request(q, tid);
@@ -498,6 +512,7 @@ int main(int argc, char** argv) {
             auto j = engine_json(r);
             j["phase"] = phase;
             j["route"] = direct ? "master" : "local_sa";
+            j["sources"] = sources;
             j["service_ids"] = {{"first", service_id(first_port, 0)},
                                 {"last", service_id(first_port, n - 1)}};
             j["master_pr_queries"] = before >= 0 && after >= 0 ? after - before : -1;
