@@ -55,18 +55,31 @@ check "NodeRecords of every host ($HOSTS)" test "$HOSTS" -eq "$(grep -cE '^(Hca|
 echo "opensm_cpu_s_before $(awk '{ sub(/^.*\) /, ""); print ($12 + $13) / 100 }' "/proc/$VM_OPENSM_PID/stat")"
 echo "guest_mem_kb $(awk '/MemTotal/ { print $2 }' /proc/meminfo)"
 
+# progress every 30 s: OpenSM's PathRecord count, its state changes, the ports' events
+(while sleep 30; do
+    echo "progress: $(grep -c 'OSM_MSG_MAD_PATH_RECORD$' "$OSM_LOG") PathRecord requests at OpenSM;" \
+        "$(dmesg | grep -c 'simhca.: port 1: PORT_ERR') PORT_ERR events"
+done) &
+MONITOR=$!
 rc=0
-"$BIN/localsa-fleet" --ca simhca1 --nodes /tmp/nodes.txt --phases "$PHASES" \
-    --timeout-ms 20000 --master-pid "$VM_OPENSM_PID" --depth 64 --max-in-flight 64 \
+# bounded: the JSON holds every phase done when a later one never ends
+timeout "${LOCALSA_VMBENCH_FLEET_S:-1800}" "$BIN/localsa-fleet" --ca simhca1 --nodes /tmp/nodes.txt --phases "$PHASES" \
+    --timeout-ms 20000 --master-pid "$VM_OPENSM_PID" --depth "${LOCALSA_VMBENCH_DEPTH:-64}" \
+    --max-in-flight "${LOCALSA_VMBENCH_DEPTH:-64}" \
     --sample-sources "${LOCALSA_VMBENCH_SAMPLE:-0}" \
     --count-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD\$' $OSM_LOG" \
     --count-all-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_' $OSM_LOG" \
     --json /tmp/fleet.json 2>/tmp/fleet.err || rc=$?
+kill "$MONITOR" 2>/dev/null
 echo "fleet-json begin"
 cat /tmp/fleet.json 2>/dev/null
 echo "fleet-json end"
 eq "localsa-fleet: every phase without error" 0 "$rc"
-((rc == 0)) || tail -n 20 /tmp/fleet.err
+if ((rc != 0)); then
+    tail -n 20 /tmp/fleet.err
+    dmesg | grep simhca | tail -n 10
+    grep -E 'SM port is down|MASTER|DISCOVERING|timeout|Timeout' "$OSM_LOG" | tail -n 10
+fi
 echo "opensm dropped SA MADs: $(grep -c 'Dropping MAD since the dispatcher' "$OSM_LOG")"
 echo "guest memory at the end: $(awk '/MemAvailable/ { print $2 }' /proc/meminfo) kB available"
 finish

@@ -529,6 +529,13 @@ int main(int argc, char** argv) {
                 j["local_sa_counters"] = counter_delta(c0, c1);
             j["rss_growth_kb"] = max_rss_kb() - rss0;
             results.push_back(j);
+            if (!out_file.empty()) {
+                // What is done so far, in case a later phase never ends (a frozen simulation)
+                auto partial = out;
+                partial["phases"] = results;
+                partial["partial"] = true;
+                std::ofstream(out_file) << partial.dump(1) << "\n";
+            }
             spdlog::info("{}: {} queries, {} ok, {} errors, {:.3f} s, master +{}", phase, r.queries,
                          r.ok, r.errors(), r.seconds, j["master_pr_queries"].dump());
         }
