@@ -23,7 +23,8 @@ if [[ ${1:-} != --guest ]]; then
     trap 'rm -f "$net"' EXIT
     bash scripts/fabric gen --hosts "$N" >"$net"
     mem=1024
-    ((N > 256)) && mem=3072
+    # a LocalSa's cache takes a 2 MiB huge-page chunk: 256 of them do not fit 1 GiB with the rest
+    ((N > 64)) && mem=3072
     t0=$SECONDS
     rc=0
     echo "host_load_before $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -66,6 +67,7 @@ rc=0
 timeout "${LOCALSA_VMBENCH_FLEET_S:-1800}" "$BIN/localsa-fleet" --ca simhca1 --nodes /tmp/nodes.txt --phases "$PHASES" \
     --timeout-ms 20000 --master-pid "$VM_OPENSM_PID" --depth "${LOCALSA_VMBENCH_DEPTH:-64}" \
     --max-in-flight "${LOCALSA_VMBENCH_DEPTH:-64}" \
+    --upstream-timeout-ms "${LOCALSA_VMBENCH_UPSTREAM_MS:-5000}" \
     --sample-sources "${LOCALSA_VMBENCH_SAMPLE:-0}" \
     --count-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD\$' $OSM_LOG" \
     --count-all-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_' $OSM_LOG" \
