@@ -43,3 +43,24 @@ port_sm_lid() { printf '%d' "$(port_attr "$1" sm_lid)"; }
 net_nodes() { grep -cE '^(Hca|Switch|Ca)[[:space:]]' "$VM_FABRIC_DIR/net"; }
 # events simhcaN logged, e.g. event_count 1 "LID change"
 event_count() { dmesg | grep -c "simhca$1: port 1: $2" || true; }
+# "NODE LID" of every CA port of the fabric, from the master's NodeRecords (saquery on
+# simhca$1), sorted by LID: what `scripts/fabric lid --all` prints on the host
+ca_nodes() {
+    saquery -C "simhca$1" NodeRecord 2>/dev/null | python3 -c '
+import re, sys
+recs, cur = [], {}
+for line in sys.stdin:
+    m = re.match(r"\s*(\w+)\.{2,}(.*)$", line)
+    if not m:
+        continue
+    k, v = m.group(1), m.group(2).strip()
+    if k == "lid":
+        cur = {"lid": int(v, 0)}
+        recs.append(cur)
+    else:
+        cur[k] = v
+for r in sorted(recs, key=lambda r: r["lid"]):
+    t = r.get("node_type", "")
+    if t.startswith("Channel") or t in ("1", "0x1"):
+        print(r.get("NodeDescription", "?").split()[0], r["lid"])'
+}

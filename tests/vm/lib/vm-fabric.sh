@@ -54,6 +54,10 @@ fabric_start() {
         bash "$VM_ROOT/scripts/fabric" gen --hosts 8 >"$net" || return 1
     fi
 
+    # LOCALSA_VM_DGRAM_QLEN: ibsim's datagram queues (net.unix.max_dgram_qlen, 10 by default,
+    # read when a socket is created). Heavy SA traffic (hundreds of MADs in flight) fills 10 and
+    # ibsim then spins on a send and the fabric freezes, as scripts/fabric up notes for the host.
+    [[ -z ${LOCALSA_VM_DGRAM_QLEN:-} ]] || sysctl -qw net.unix.max_dgram_qlen="$LOCALSA_VM_DGRAM_QLEN"
     # ibsim with its console on a FIFO held open read-write (never EOF)
     mkfifo "$VM_FABRIC_DIR/ibsim.in"
     exec {FABRIC_CONSOLE_FD}<>"$VM_FABRIC_DIR/ibsim.in"
@@ -85,13 +89,15 @@ fabric_start() {
     local guid
     guid=$(sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g' /sys/class/infiniband/simhca0/ports/1/gids/0)
     OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
-        opensm "${osm_conf[@]}" -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} \
+        opensm "${osm_conf[@]}" -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} ${LOCALSA_VM_OPENSM_ARGS:-} \
         >"$VM_FABRIC_DIR/opensm.out" 2>&1 &
     VM_OPENSM_PID=$!
     export VM_OPENSM_PID
     FABRIC_PIDS+=($!)
-    if ! fabric_wait 90 fabric_sm_master || ! fabric_wait 60 fabric_ports_active ||
-        ! fabric_wait 60 fabric_sa_ready; then
+    # LOCALSA_VM_SUBNET_WAIT_S: a bigger --net (hundreds of hosts) sweeps for minutes under TCG
+    local wait_s=${LOCALSA_VM_SUBNET_WAIT_S:-60}
+    if ! fabric_wait $((wait_s * 3 / 2)) fabric_sm_master || ! fabric_wait "$wait_s" fabric_ports_active ||
+        ! fabric_wait "$wait_s" fabric_sa_ready; then
         fabric_log "the subnet did not come up in $((SECONDS - t0)) s"
         tail -n 20 "$VM_FABRIC_DIR/opensm.log" >&2
         tail -n 5 "$VM_FABRIC_DIR"/relay-*.log >&2

@@ -6,9 +6,13 @@
 // rank's GID), as rdma_cm asks it:
 //   baseline  straight to the master, at most --depth queries outstanding;
 //   cold      through each rank's own LocalSa with empty caches (misses go to the master);
-//   warm      the same again (answered from the caches).
+//   warm      the same again (answered from the caches);
+//   preload   caches emptied, each LocalSa preloads its node's table as localsad does at start
+//             (one GetTable(PathRecord, SGID = the node's GID) per PKey, through coherence::
+//             Coherence), then the job through them. Needs RMPP: a real umad port (vm tier).
 // The answers to the ranks go back in-process (in place of each node's kernel redirect).
 // Prints one JSON document with the results of every phase.
+#include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
@@ -27,9 +31,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace localsa;
 namespace po = boost::program_options;
@@ -129,6 +136,28 @@ nlohmann::json counter_delta(const Counters& a, const Counters& b) {
     return j;
 }
 
+// utime + stime of a process, in seconds (-1: unreadable), from /proc/PID/stat.
+double cpu_seconds(long pid) {
+    if (pid <= 0)
+        return -1;
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos)
+        return -1;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    // after the command: state (3) ... utime (14), stime (15)
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14)
+            utime = std::stoull(field);
+        if (i == 15)
+            stime = std::stoull(field);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 long max_rss_kb() {
     rusage u{};
     ::getrusage(RUSAGE_SELF, &u);
@@ -138,9 +167,9 @@ long max_rss_kb() {
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string nodes_file, phases_arg = "baseline,cold,warm", count_cmd, count_all_cmd, out_file,
-                            log_level = "warn";
-    std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128;
+    std::string ca, nodes_file, phases_arg = "baseline,cold,warm", count_cmd, count_all_cmd,
+                                out_file, log_level = "warn";
+    std::size_t ranks_wanted = 0, depth = 128, max_in_flight = 128, sample_sources = 0;
     long timeout_ms = 5000;
     // Each LocalSa's limits default to localsad's own (the engine's config structs).
     const LocalSaConfig engine_defaults;
@@ -148,18 +177,24 @@ int main(int argc, char** argv) {
          up_retries = engine_defaults.upstream.retries,
          up_outstanding = static_cast<long>(engine_defaults.upstream.max_outstanding);
     std::size_t cache_max_entries = engine_defaults.cache_max_entries;
+    long master_pid = 0, preload_wait_s = 600;
 
     po::options_description opts(
         "Usage: localsa-fleet --nodes FILE [options]\n\n"
         "An all-to-all job start (every rank resolves a PathRecord to every other rank) on a\n"
         "simulated fabric: straight to the master SA (baseline), then through one LocalSa per\n"
         "simulated node, cold and warm. All upstream traffic shares this process's umad port.\n"
-        "Run under umad2sim (scripts/fabric run). Prints JSON.\n\nOptions");
-    opts.add_options()("help,h", "print this help")(
+        "Run under umad2sim (scripts/fabric run), or on a real umad port (the vm tier: --ca;\n"
+        "only there can the preload phase run, it needs RMPP). Prints JSON.\n\nOptions");
+    opts.add_options()("help,h", "print this help")("ca", po::value(&ca),
+                                                    "the umad device's CA (default: the first)")(
         "nodes", po::value(&nodes_file), "file of 'NODE LID' lines (scripts/fabric lid --all)")(
         "ranks", po::value(&ranks_wanted), "use the first N nodes as ranks (default: all)")(
+        "sample-sources", po::value(&sample_sources),
+        "baseline and cold send only the first K ranks' queries (to every peer): a sample of a "
+        "job too big to send whole to the master (default: all)")(
         "phases", po::value(&phases_arg)->default_value(phases_arg),
-        "comma-separated: baseline, cold, warm (repeatable, in order)")(
+        "comma-separated: baseline, cold, warm, preload (repeatable, in order)")(
         "depth", po::value(&depth)->default_value(depth),
         "job queries outstanding at most (all ranks together)")(
         "max-in-flight", po::value(&max_in_flight)->default_value(max_in_flight),
@@ -178,6 +213,10 @@ int main(int argc, char** argv) {
         "command printing the master's PathRecord request count (run around every phase)")(
         "count-all-cmd", po::value(&count_all_cmd),
         "command printing the master's SA request count of every attribute")(
+        "master-pid", po::value(&master_pid),
+        "the master SM's pid: its CPU seconds (/proc) around every phase")(
+        "preload-wait-s", po::value(&preload_wait_s)->default_value(preload_wait_s),
+        "the preload phase waits this long at most for every node's table")(
         "json", po::value(&out_file), "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
     po::variables_map vm;
@@ -201,7 +240,7 @@ int main(int argc, char** argv) {
         std::stringstream ss(phases_arg);
         std::string p;
         while (std::getline(ss, p, ','))
-            if (p == "baseline" || p == "cold" || p == "warm")
+            if (p == "baseline" || p == "cold" || p == "warm" || p == "preload")
                 phases.push_back(p);
             else if (!p.empty()) {
                 std::cerr << "localsa-fleet: unknown phase '" << p << "'\n";
@@ -229,6 +268,7 @@ int main(int argc, char** argv) {
         transport::UmadOptions uopt;
         uopt.sa_server =
             false; // the fleet's port only asks; requests reach the LocalSas in-process
+        uopt.ca = ca;
         transport::UmadTransport wire(
             uopt, io.get_executor(), [&](const transport::InboundMad& in) { shared->on_wire(in); });
         shared = std::make_unique<fleet::SharedPort>(io.get_executor(), wire, max_in_flight,
@@ -289,9 +329,11 @@ int main(int argc, char** argv) {
             pr.reversible = true;
             templ[i] = path_get(kJobMask, pr);
         }
-        auto src_of = [n](std::uint64_t q) { return static_cast<std::size_t>(q % n); };
-        auto dst_of = [n](std::uint64_t q) {
-            return static_cast<std::size_t>((q % n + 1 + q / n) % n);
+        // The ranks whose queries the running phase sends (all but in a sampled phase).
+        std::size_t sources = n;
+        auto src_of = [&sources](std::uint64_t q) { return static_cast<std::size_t>(q % sources); };
+        auto dst_of = [n, &sources](std::uint64_t q) {
+            return static_cast<std::size_t>((q % sources + 1 + q / sources) % n);
         };
         std::uint16_t first_port = first_port_of("cold");
         auto job_request = [&](std::uint64_t q, std::uint32_t tid) {
@@ -321,6 +363,8 @@ int main(int argc, char** argv) {
         // 2. The local SAs, one per rank, created only if a phase uses them.
         std::vector<std::unique_ptr<fleet::NodeTransport>> transports;
         std::vector<std::unique_ptr<LocalSa>> sas;
+        // The preload phase's coherence parts, one per LocalSa (they go before the LocalSas).
+        std::vector<std::unique_ptr<coherence::Coherence>> coherences;
         const bool want_sas = std::any_of(phases.begin(), phases.end(),
                                           [](const auto& p) { return p != "baseline"; });
         if (want_sas) {
@@ -378,14 +422,73 @@ int main(int argc, char** argv) {
         for (const auto& phase : phases) {
             const bool direct = phase == "baseline";
             first_port = first_port_of(phase);
+            const bool sampled =
+                sample_sources && sample_sources < n && (phase == "baseline" || phase == "cold");
+            sources = sampled ? sample_sources : n;
+            const std::uint64_t phase_queries = static_cast<std::uint64_t>(sources) * (n - 1);
+            if (phase == "cold")
+                for (auto& sa : sas) // cold: also after a phase that filled the caches
+                    sa->flush();
             const auto c0 = sum_counters(sas);
             const auto s0 = shared->stats();
             const auto before = run_count(count_cmd);
+            const double cpu0 = cpu_seconds(master_pid);
             const long rss0 = max_rss_kb();
+            nlohmann::json preload_json;
+            if (phase == "preload") {
+                // A cold start with preload: empty caches, then every node's table (localsad's
+                // start-up preload: no subscriptions, no spread delay), then the job.
+                coherences.clear();
+                for (auto& sa : sas)
+                    sa->flush();
+                coherence::CoherenceConfig ccfg;
+                ccfg.subscribe = false;
+                ccfg.subscription_check = std::chrono::milliseconds{0};
+                ccfg.spread = std::chrono::milliseconds{0};
+                ccfg.port_poll = std::chrono::hours{1}; // a fleet node's port never changes
+                ccfg.preload = true;
+                const auto t0 = std::chrono::steady_clock::now();
+                const auto tx0 = sum_counters(sas).preload_transactions;
+                for (auto& sa : sas) {
+                    coherences.push_back(std::make_unique<coherence::Coherence>(
+                        io.get_executor(), sa->coherence_parts(), ccfg));
+                    coherences.back()->start();
+                }
+                auto states = [&] {
+                    std::map<std::string, std::size_t> count;
+                    for (auto& c : coherences) {
+                        nlohmann::json j;
+                        c->add_stats(j);
+                        ++count[j.value("preload_state", std::string("?"))];
+                    }
+                    return count;
+                };
+                const auto deadline = t0 + std::chrono::seconds{preload_wait_s};
+                io.restart();
+                auto st = states();
+                while (st["waiting"] + st["loading"] + st["idle"] > 0 &&
+                       std::chrono::steady_clock::now() < deadline) {
+                    io.run_for(std::chrono::milliseconds{200});
+                    st = states();
+                }
+                std::size_t paths = 0;
+                for (auto& sa : sas)
+                    paths += sa->preload().size();
+                const auto mid = run_count(count_cmd);
+                preload_json = {
+                    {"seconds",
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
+                    {"transactions", sum_counters(sas).preload_transactions - tx0},
+                    {"states", st},
+                    {"paths", paths},
+                    {"master_pr_queries", before >= 0 && mid >= 0 ? mid - before : -1},
+                    {"master_cpu_s", cpu0 >= 0 ? cpu_seconds(master_pid) - cpu0 : -1.0}};
+                spdlog::info("preload: {}", preload_json.dump());
+            }
             fleet::EngineResult r;
             if (direct) {
                 r = engine.run(
-                    total,
+                    phase_queries,
                     [&](std::uint64_t q, std::uint32_t tid) {
                         return shared->send(driver_owner, job_request(q, tid), master,
                                             std::chrono::milliseconds{timeout_ms});
@@ -393,7 +496,7 @@ int main(int argc, char** argv) {
                     job_check);
             } else {
                 r = engine.run(
-                    total,
+                    phase_queries,
                     [&](std::uint64_t q, std::uint32_t tid) {
                         transport::InboundMad in;
                         in.bytes = job_request(q, tid);
@@ -407,14 +510,19 @@ int main(int argc, char** argv) {
             io.restart();
             io.run_for(std::chrono::milliseconds{50});
             const auto after = run_count(count_cmd);
+            const double cpu1 = cpu_seconds(master_pid);
             const auto c1 = sum_counters(sas);
             const auto& s1 = shared->stats();
             auto j = engine_json(r);
             j["phase"] = phase;
             j["route"] = direct ? "master" : "local_sa";
+            j["sources"] = sources;
             j["service_ids"] = {{"first", service_id(first_port, 0)},
                                 {"last", service_id(first_port, n - 1)}};
             j["master_pr_queries"] = before >= 0 && after >= 0 ? after - before : -1;
+            j["master_cpu_s"] = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1.0;
+            if (!preload_json.is_null())
+                j["preload"] = preload_json;
             j["answered_locally"] = direct ? 0 : c1.pr_cache_hits - c0.pr_cache_hits;
             j["fleet_upstream_requests"] = s1.requests_sent - s0.requests_sent;
             j["shared_port"] = {{"max_in_flight_seen", s1.max_in_flight_seen},
@@ -425,6 +533,13 @@ int main(int argc, char** argv) {
                 j["local_sa_counters"] = counter_delta(c0, c1);
             j["rss_growth_kb"] = max_rss_kb() - rss0;
             results.push_back(j);
+            if (!out_file.empty()) {
+                // What is done so far, in case a later phase never ends (a frozen simulation)
+                auto partial = out;
+                partial["phases"] = results;
+                partial["partial"] = true;
+                std::ofstream(out_file) << partial.dump(1) << "\n";
+            }
             spdlog::info("{}: {} queries, {} ok, {} errors, {:.3f} s, master +{}", phase, r.queries,
                          r.ok, r.errors(), r.seconds, j["master_pr_queries"].dump());
         }
@@ -448,6 +563,7 @@ int main(int argc, char** argv) {
             f << out.dump(1) << "\n";
         }
         // The LocalSas go before the transports and the port they use.
+        coherences.clear();
         sas.clear();
         transports.clear();
         bool all_ok = true;
