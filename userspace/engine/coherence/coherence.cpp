@@ -398,8 +398,8 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
         const auto n = cache.erase_if([&](const auto&, const auto& a) {
             for (std::size_t off = 0; off + sa::PathRecord::kSize <= a.records.size();
                  off += sa::PathRecord::kSize)
-                if (mad::load_be16(a.records, off + 40) == lid ||
-                    mad::load_be16(a.records, off + 42) == lid)
+                if (mad::load_be16(a.records, off + sa::pr_offset::kDlid) == lid ||
+                    mad::load_be16(a.records, off + sa::pr_offset::kSlid) == lid)
                     return true;
             return false;
         });
