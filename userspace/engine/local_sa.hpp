@@ -71,6 +71,7 @@ public:
     Counters& counters() { return counters_; }
     const cache::PathCache& cache() const { return cache_; }
     const cache::PreloadTable& preload() const { return preload_; }
+    const sa::PathRecordService& path_records() const { return path_records_; }
     const sa::ClassPortInfoService& class_port_info() const { return class_port_info_; }
     const upstream::UpstreamClient& upstream() const { return upstream_; }
     const events::ClientSubscriptions& client_subscriptions() const { return client_subs_; }
