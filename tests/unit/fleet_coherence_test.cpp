@@ -403,6 +403,62 @@ TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence]
     CHECK(port.sa.counters().preload_transactions == 1);
 }
 
+TEST_CASE("a used preload table is renewed: the next job is served without the master",
+          "[coherence][preload]") {
+    // A job at start, another one 2.8 TTL later (a job every 10 minutes with the default TTL of
+    // 5). Before, the table expired TTL + max staleness after it came and the answers taken from
+    // it were refreshed one query each, then dropped as idle: the second job missed every path,
+    // N - 1 queries per node at once at the master.
+    boost::asio::io_context io;
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 500ms;
+    lc.path_record.max_staleness = 500ms;
+    LocalSa sa(io.get_executor(), transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.spread = 0ms;
+    cc.preload_validity = 1s; // TTL + max staleness, as localsad sets it
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    std::size_t tables = 0, path_gets = 0;
+    auto play_master = [&] {
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid || mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord)
+                continue;
+            if (s.bytes[3] == mad::method::kGetTable) {
+                ++tables;
+                sa.dispatch(
+                    from_lid(kSmLid, table_answer(s.bytes, table_records({{0x100005, 8}}))));
+            } else {
+                ++path_gets;
+                sa.dispatch(from_lid(kSmLid, master_path_answer(s.bytes, 8)));
+            }
+        }
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    bool first_job = false, second_job = false;
+    while (std::chrono::steady_clock::now() - t0 < 1600ms) {
+        io.run_for(5ms);
+        play_master();
+        if (!first_job && tables == 1) {
+            sa.dispatch(from_lid(kOwnLid, kernel_request(1, 0x100005)));
+            first_job = true;
+        }
+        if (!second_job && std::chrono::steady_clock::now() - t0 >= 1400ms) {
+            sa.dispatch(from_lid(kOwnLid, kernel_request(2, 0x100005)));
+            second_job = true;
+        }
+        play_master();
+    }
+    REQUIRE(second_job);
+    CHECK(sa.counters().pr_cache_misses == 0); // both jobs served locally
+    CHECK(sa.counters().pr_preload_hits + sa.counters().pr_cache_hits == 2);
+    CHECK(path_gets == 0); // the used answer was refreshed from the renewed table
+    CHECK(tables >= 2);
+    CHECK(tables <= 4); // renewed only while used: at 0.8 TTL, 1.6 TTL, not every poll
+}
+
 TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {
     boost::asio::io_context io;
     FakeTransport transport;

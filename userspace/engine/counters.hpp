@@ -52,6 +52,7 @@ namespace localsa {
     X(reports_duplicate)                                                                           \
     X(invalidated_entries)                                                                         \
     X(refreshes)                                                                                   \
+    X(refreshes_from_preload)                                                                      \
     X(refresh_changed)                                                                             \
     X(refresh_failed)                                                                              \
     X(resyncs)                                                                                     \

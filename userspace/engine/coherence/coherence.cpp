@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, CoherenceConfig config)
     : executor_(executor), parts_(std::move(parts)), config_(config), refresh_timer_(executor),
       port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor),
-      check_timer_(executor), resync_timer_(executor),
+      check_timer_(executor), resync_timer_(executor), renew_timer_(executor),
       random_state_(std::random_device{}() | std::uint64_t{1} << 40),
       last_port_(parts_.transport.port()) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
@@ -105,6 +105,8 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
         if (preload_state_ == "loading")
             preload_state_ = "done";
         spdlog::info("preload {}: {} paths from this port", preload_state_, parts_.preload.size());
+        preloaded_at_ = cache::Clock::now();
+        schedule_renewal();
         return;
     }
     const auto port = parts_.transport.port();
@@ -165,6 +167,26 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
             });
         },
         options);
+}
+
+void Coherence::schedule_renewal() {
+    // Looked at every 0.1 TTL: a table used late in its life (a job start on an old table) is
+    // renewed within 0.1 TTL, before the answers taken from it fall due (PathRecordService
+    // gives those 0.2 TTL at least).
+    const auto ttl = parts_.path_records.config().positive_ttl;
+    renew_timer_.expires_after(std::max<std::chrono::milliseconds>(ttl / 10, 1ms));
+    renew_timer_.async_wait([this, ttl, generation = generation_](auto ec) {
+        if (ec || generation != generation_)
+            return;
+        // Demand-driven, as the cached answers: a table nobody used since it came costs the
+        // master nothing more; one in use is renewed at 0.8 TTL, before the answers it gave
+        // fall due (0.9-1.1 TTL).
+        const auto now = cache::Clock::now();
+        if (parts_.preload.used() && now >= preloaded_at_ + ttl * 4 / 5)
+            start_preload();
+        else if (parts_.preload.live(now))
+            schedule_renewal();
+    });
 }
 
 void Coherence::subscribe_all(bool subscribe) {
@@ -333,6 +355,7 @@ void Coherence::shutdown(std::function<void()> done) {
     preload_timer_.cancel();
     check_timer_.cancel();
     resync_timer_.cancel();
+    renew_timer_.cancel();
     if (subscribed_.empty()) {
         done();
         return;
@@ -420,6 +443,7 @@ void Coherence::resync(const std::string& why) {
     parts_.preload.clear();
     preload_running_ = false;
     preload_timer_.cancel();
+    renew_timer_.cancel();
     out_of_service_.clear();
     subscribed_.clear();
     in_flight_.clear(); // answers to the older generation's Sets are ignored
