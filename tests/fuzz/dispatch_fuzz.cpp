@@ -270,7 +270,7 @@ public:
             cc.resubscribe_retry =
                 (c & 2) && timeout.count() != 0 ? 0ms : std::chrono::milliseconds{3'600'000};
         }
-        sa_ = std::make_unique<LocalSa>(io_.get_executor(), transport_, config_);
+        sa_ = std::make_unique<LocalSa>(io_.get_executor(), clock_, transport_, config_);
         if (flags & 64)
             sa_->start();
         if (flags & 128) {
@@ -780,7 +780,7 @@ private:
     void refresh() {
         // As coherence does when refresh time comes; the clock is moved, not waited for.
         const auto limit = in_.u8() % 8;
-        for (const auto& key : sa_->cache().due_for_refresh(cache::Clock::now() + 24h, limit))
+        for (const auto& key : sa_->cache().due_for_refresh(clock_.now() + 24h, limit))
             sa_->path_records().refresh(key);
     }
 
@@ -897,6 +897,7 @@ private:
 
     Input& in_;
     boost::asio::io_context io_;
+    SteadyClock clock_;
     test::FakeTransport transport_;
     LocalSaConfig config_;
     std::unique_ptr<LocalSa> sa_;

@@ -41,8 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     boost::asio::io_context io;
     test::FakeTransport umad;
-    nl::LocalService service(io.get_executor(), umad, nl::LocalServiceConfig{});
-    LocalSa sa(io.get_executor(), service, LocalSaConfig{});
+    SteadyClock clock;
+    nl::LocalService service(io.get_executor(), clock, umad, nl::LocalServiceConfig{});
+    LocalSa sa(io.get_executor(), clock, service, LocalSaConfig{});
     std::vector<std::vector<std::uint8_t>> replies;
     service.connect(
         [&](nl::Bytes r) {

@@ -40,7 +40,7 @@ ALLOWED = {
     # The netlink local path service: RESOLVE turned into the Get ib_sa would send, answered by
     # the dispatcher through the transport it wraps.
     "engine/netlink/": ["ib/", "transport/transport.hpp", "transport/netlink/ls_message.hpp",
-                        "engine/counters.hpp"],
+                        "engine/counters.hpp", "engine/clock.hpp"],
     # The dispatcher: wires every part of the engine; SMInfo answering is a simulator quirk.
     "engine/": ["ib/", "transport/transport.hpp", "transport/sim/", "engine/"],
     "control/": [],

@@ -37,7 +37,7 @@ cache::PathAnswer answer_for(std::uint64_t dguid) {
     const auto rec = pr.bytes();
     cache::PathAnswer a;
     a.records.assign(rec.begin(), rec.end());
-    a.refresh_at = a.expires = cache::Clock::now() + 1h;
+    a.refresh_at = a.expires = SteadyClock{}.now() + 1h;
     return a;
 }
 
@@ -66,6 +66,7 @@ TEST_CASE("cache dump: a MAD reaching the loop during a dump is served before th
         cache.store(key_for(kFirst + i), answer_for(kFirst + i));
 
     boost::asio::io_context io;
+    SteadyClock clock;
     const auto path = socket_path();
     bool mad_served = false;
     // The "MAD": a miss answered by the master while the dump goes on, stored in the cache.
@@ -87,7 +88,7 @@ TEST_CASE("cache dump: a MAD reaching the loop during a dump is served before th
             if (req.value("cmd", "") != "dump")
                 return nullptr;
             post_mad();
-            return cache_dump_stream(cache, 100);
+            return cache_dump_stream(cache, clock, 100);
         });
 
     auto answer = std::async(std::launch::async, [&] {

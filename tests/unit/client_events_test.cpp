@@ -67,8 +67,9 @@ std::vector<std::uint8_t> master_report(const sa::Notice& n, std::uint64_t tid) 
 // A LocalSa with coherence started and its six subscriptions confirmed by the master.
 struct Node {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa{io.get_executor(), transport, {}};
+    LocalSa sa{io.get_executor(), clock, transport, {}};
     coherence::Coherence coh{io.get_executor(), sa.coherence_parts(), [] {
                                  coherence::CoherenceConfig c;
                                  c.preload = false;
@@ -374,8 +375,9 @@ TEST_CASE("events: subscriptions that cannot be served are denied", "[events]") 
 TEST_CASE("events: without coherence nothing is held at the master, so Sets are denied",
           "[events]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     sa.dispatch(client_set(trap_filter(65), 1));
     const auto sent = transport.take();
     REQUIRE(sent.size() == 1);
@@ -408,11 +410,12 @@ TEST_CASE("events: a resync whose Sets fail at once answers the waiting client a
     // (Overloaded) while the client's Set from before still occupies the slot. The failure of
     // trap 128 answers the client, which releases the trap in the middle of renewing them all.
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig config;
     config.upstream.max_outstanding = 1;
     config.upstream.max_queued = 0;
-    LocalSa sa(io.get_executor(), transport, config);
+    LocalSa sa(io.get_executor(), clock, transport, config);
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.subscription_check = 0ms;

@@ -17,8 +17,9 @@ namespace {
 
 struct Node {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa{io.get_executor(), transport, LocalSaConfig{}};
+    LocalSa sa{io.get_executor(), clock, transport, LocalSaConfig{}};
 };
 
 } // namespace

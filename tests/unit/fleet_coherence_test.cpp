@@ -25,8 +25,8 @@ cache::PathQueryKey key_of(std::uint8_t b) {
     return k;
 }
 
-cache::PathAnswer one_record(cache::Clock::time_point refresh_at, cache::Clock::time_point expires,
-                             std::optional<cache::Clock::time_point> used = std::nullopt) {
+cache::PathAnswer one_record(Clock::time_point refresh_at, Clock::time_point expires,
+                             std::optional<Clock::time_point> used = std::nullopt) {
     cache::PathAnswer a;
     a.records.resize(64);
     a.refresh_at = refresh_at;
@@ -88,7 +88,7 @@ void cache_path(LocalSa& sa, FakeTransport& transport, std::uint64_t guid, std::
 
 TEST_CASE("an answer unused within the idle window is dropped, not refreshed", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // used when stored (a miss)
     c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.find(key_of(2), t0 + 5s)); // key 2 used again
@@ -102,7 +102,7 @@ TEST_CASE("an answer unused within the idle window is dropped, not refreshed", "
 
 TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.due_for_refresh(t0 + 11s, 10, 12s).size() == 1); // used 11 s ago: refreshed
     c.store(key_of(1), one_record(t0 + 21s, t0 + 1h));         // the refresh's answer
@@ -114,8 +114,8 @@ TEST_CASE("a refresh stored again keeps the last use; a refresh is no use", "[ca
 TEST_CASE("by default an answer is refreshed only when used since its last refresh",
           "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
-    constexpr auto since_refresh = cache::Clock::duration::zero();
+    const auto t0 = SteadyClock{}.now();
+    constexpr auto since_refresh = Clock::duration::zero();
     c.store(key_of(1), one_record(t0 + 10s, t0 + 1h, t0)); // a miss: used
     c.store(key_of(2), one_record(t0 + 10s, t0 + 1h, t0));
     REQUIRE(c.due_for_refresh(t0 + 11s, 10, since_refresh).size() == 2);
@@ -135,7 +135,7 @@ TEST_CASE("by default an answer is refreshed only when used since its last refre
 
 TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
     cache::PathCache c(10);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     // Stored first, due last (a failed refresh tried again later is stored like this).
     c.store(key_of(1), one_record(t0 + 50s, t0 + 1h, t0));
     c.store(key_of(2), one_record(t0 + 5s, t0 + 1h, t0));
@@ -148,7 +148,7 @@ TEST_CASE("a late refresh never holds back younger entries", "[cache][idle]") {
 
 TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]") {
     cache::PathCache c(4);
-    const auto t0 = cache::Clock::now();
+    const auto t0 = SteadyClock{}.now();
     for (std::uint8_t i = 1; i <= 4; ++i)
         c.store(key_of(i), one_record(t0 + 1h, t0 + 2h, t0));
     for (std::uint8_t i : {1, 2, 4})
@@ -163,10 +163,11 @@ TEST_CASE("a full cache evicts an idle answer before a used one", "[cache][idle]
 TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache",
           "[coherence][idle]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 100ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
@@ -201,13 +202,14 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
 TEST_CASE("upstream: background queries draw from one token bucket, clients go first",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.background_rate = 100; // one token per 10 ms
     uc.background_burst = 3;
     uc.try_timeout = 1s;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     upstream::SubmitOptions bg;
     bg.priority = upstream::Priority::Background;
     for (int i = 0; i < 10; ++i)
@@ -230,13 +232,14 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.max_outstanding = 1;
     uc.try_timeout = 30ms;
     uc.retries = 2;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     std::vector<upstream::Outcome> outcomes;
     auto record = [&](upstream::Reply r) { outcomes.push_back(r.outcome); };
     upstream::SubmitOptions first;
@@ -259,12 +262,13 @@ TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up
 
 TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream][budget]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     Counters counters;
     upstream::UpstreamConfig uc;
     uc.busy_backoff = 40ms;
     uc.try_timeout = 1s;
-    upstream::UpstreamClient up(io.get_executor(), transport, counters, uc);
+    upstream::UpstreamClient up(io.get_executor(), clock, transport, counters, uc);
     std::size_t answered = 0;
     up.submit(path_request(1, 0x100005), [&](upstream::Reply) { ++answered; });
     auto sent = transport.take();
@@ -280,12 +284,13 @@ TEST_CASE("upstream: BUSY holds back the whole node, not one query", "[upstream]
 
 TEST_CASE("a miss is not tried again after the requester's deadline", "[upstream][budget]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
     lc.upstream.retries = 2;
     lc.path_record.requester_deadline = 50ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
     io.run_for(200ms);
     // Tries at 0 and 30 ms; at 60 ms the requester (the kernel's redirect, 50 ms here) has
@@ -297,12 +302,13 @@ TEST_CASE("the last try before the requester's deadline waits for a slow master,
           "then serves the next requester",
           "[upstream][budget]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig lc;
     lc.upstream.try_timeout = 30ms;
     lc.upstream.retries = 2;
     lc.path_record.requester_deadline = 30ms; // as the defaults: deadline = one try
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100005)));
     auto sent = transport.take();
     REQUIRE(sent.size() == 1);
@@ -327,6 +333,7 @@ namespace {
 
 struct PreloadedPort {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSa sa;
     coherence::Coherence coh;
@@ -337,7 +344,7 @@ struct PreloadedPort {
         return cc;
     }
     explicit PreloadedPort(std::vector<std::uint16_t> pkeys = {0x7fff})
-        : transport(with_pkeys(std::move(pkeys))), sa(io.get_executor(), transport, {}),
+        : transport(with_pkeys(std::move(pkeys))), sa(io.get_executor(), clock, transport, {}),
           coh(io.get_executor(), sa.coherence_parts(), config()) {}
     static FakeTransport with_pkeys(std::vector<std::uint16_t> pkeys) {
         FakeTransport t;
@@ -410,11 +417,12 @@ TEST_CASE("a used preload table is renewed: the next job is served without the m
     // it were refreshed one query each, then dropped as idle: the second job missed every path,
     // N - 1 queries per node at once at the master.
     boost::asio::io_context io;
+    ManualClock clock(io);
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 500ms;
     lc.path_record.max_staleness = 500ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.spread = 0ms;
@@ -436,16 +444,15 @@ TEST_CASE("a used preload table is renewed: the next job is served without the m
             }
         }
     };
-    const auto t0 = std::chrono::steady_clock::now();
     bool first_job = false, second_job = false;
-    while (std::chrono::steady_clock::now() - t0 < 1600ms) {
-        io.run_for(5ms);
+    for (auto t = 0ms; t < 1600ms; t += 5ms) {
+        clock.advance(5ms);
         play_master();
         if (!first_job && tables == 1) {
             sa.dispatch(from_lid(kOwnLid, kernel_request(1, 0x100005)));
             first_job = true;
         }
-        if (!second_job && std::chrono::steady_clock::now() - t0 >= 1400ms) {
+        if (!second_job && t >= 1400ms) {
             sa.dispatch(from_lid(kOwnLid, kernel_request(2, 0x100005)));
             second_job = true;
         }
@@ -461,8 +468,9 @@ TEST_CASE("a used preload table is renewed: the next job is served without the m
 
 TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.spread = 60ms;
@@ -483,8 +491,9 @@ TEST_CASE("preload waits a random delay within the spread window", "[coherence][
 TEST_CASE("a resync asks the master again only after a random delay in the spread window",
           "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.preload = false;
     cc.spread = 50ms;
@@ -539,12 +548,13 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
          {std::pair{mad::status::kSaInvalidGid, 1000ms}, {mad::status::kSaNoRecords, 0ms}}) {
         INFO("status " << status << ", negative TTL " << negative_ttl.count() << " ms");
         boost::asio::io_context io;
+        SteadyClock clock;
         FakeTransport transport;
         LocalSaConfig lc;
         lc.path_record.positive_ttl = 20ms;
         lc.path_record.negative_ttl = negative_ttl;
         lc.path_record.max_staleness = 10s;
-        LocalSa sa(io.get_executor(), transport, lc);
+        LocalSa sa(io.get_executor(), clock, transport, lc);
         coherence::CoherenceConfig cc;
         cc.subscribe = false;
         cc.preload = false;
@@ -572,7 +582,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
 TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
           "[preload][wrong]") {
     cache::PreloadTable t;
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     t.replace(std::nullopt, table_records({{0x100005, 8}}), now + 1min);
     sa::PathRecord r;
     r.dgid = gid(0x100005);
@@ -586,8 +596,9 @@ TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
 
 TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     auto mc = path_request(1, 0);
     const auto mgid = sa::Gid::from_parts(0xff12401bffff0000ULL, 0xffffffffULL);
     std::copy(mgid.raw.begin(), mgid.raw.end(), mc.begin() + 56 + 8);
@@ -606,8 +617,9 @@ TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]"
 
 TEST_CASE("an answer in flight across a resync is relayed but not stored", "[coherence][wrong]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;
@@ -637,8 +649,9 @@ TEST_CASE("a preload GetTable's try is sized by its transfer", "[coherence][prel
 
 TEST_CASE("requests with an SM_Key are never answered locally", "[wrong]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     sa.start();
     auto cpi = transport.take();
     REQUIRE(cpi.size() == 1);

@@ -24,12 +24,13 @@ namespace {
 
 struct Fixture {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig config;
     std::unique_ptr<LocalSa> sa;
 
     explicit Fixture(LocalSaConfig c = {}) : config(c) {
-        sa = std::make_unique<LocalSa>(io.get_executor(), transport, config);
+        sa = std::make_unique<LocalSa>(io.get_executor(), clock, transport, config);
     }
     void deliver(transport::InboundMad in) { sa->dispatch(in); }
     void run_for(std::chrono::milliseconds d) {

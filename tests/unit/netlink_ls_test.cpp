@@ -290,6 +290,7 @@ namespace {
 
 struct ServiceFixture {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport umad;
     nl::LocalServiceConfig nl_config;
     std::unique_ptr<nl::LocalService> service;
@@ -299,8 +300,8 @@ struct ServiceFixture {
 
     ServiceFixture() {
         nl_config.answer_budget = 100ms;
-        service = std::make_unique<nl::LocalService>(io.get_executor(), umad, nl_config);
-        sa = std::make_unique<LocalSa>(io.get_executor(), *service, LocalSaConfig{});
+        service = std::make_unique<nl::LocalService>(io.get_executor(), clock, umad, nl_config);
+        sa = std::make_unique<LocalSa>(io.get_executor(), clock, *service, LocalSaConfig{});
         service->connect(
             [this](nl::Bytes m) {
                 to_kernel.emplace_back(m.begin(), m.end());

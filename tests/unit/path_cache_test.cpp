@@ -45,7 +45,7 @@ std::array<std::uint8_t, 64> master_record(std::uint64_t dguid, std::uint16_t dl
 }
 
 cache::PathAnswer answer_with(std::initializer_list<std::array<std::uint8_t, 64>> records,
-                              cache::Clock::time_point expires) {
+                              Clock::time_point expires) {
     cache::PathAnswer a;
     for (const auto& r : records)
         a.records.insert(a.records.end(), r.begin(), r.end());
@@ -62,7 +62,7 @@ bool same_bytes(mad::Bytes a, mad::Bytes b) {
 
 TEST_CASE("path cache: one record is stored inline and found again", "[cache]") {
     cache::PathCache c(100);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     const auto rec = master_record(0x200001, 0x10);
     c.store(key_for(0x200001), answer_with({rec}, now + 1h));
     CHECK(c.size() == 1);
@@ -96,7 +96,7 @@ TEST_CASE("path cache: one record is stored inline and found again", "[cache]") 
 
 TEST_CASE("path cache: a key far from its record keeps the whole key", "[cache]") {
     cache::PathCache c(100);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     // The record names other GIDs than asked: more than 4 bytes differ.
     const auto rec = master_record(0x7777777777ULL, 0x10);
     const auto key = key_for(0x200001);
@@ -119,7 +119,7 @@ TEST_CASE("path cache: a key far from its record keeps the whole key", "[cache]"
 
 TEST_CASE("path cache: several records and no record are stored out of line", "[cache]") {
     cache::PathCache c(100);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     const auto r1 = master_record(0x200001, 0x10), r2 = master_record(0x200001, 0x11),
                r3 = master_record(0x200001, 0x12);
     const auto table_key = key_for(0x200001, kMask, mad::method::kGetTable);
@@ -163,7 +163,7 @@ TEST_CASE("path cache: keys with the same hash tag keep their own answers", "[ca
     }
     INFO("colliding DGIDs " << a << " and " << b);
     cache::PathCache c(100);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     c.store(key_for(a), answer_with({master_record(a, 0xa)}, now + 1h));
     CHECK_FALSE(c.find(key_for(b), now)); // same tag, other question: a miss
     c.store(key_for(b), answer_with({master_record(b, 0xb)}, now + 1h));
@@ -180,7 +180,7 @@ TEST_CASE("path cache: keys with the same hash tag keep their own answers", "[ca
 TEST_CASE("path cache: the index grows and erases keep every other key reachable", "[cache]") {
     constexpr std::uint64_t n = 20'000;
     cache::PathCache c(n);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     for (std::uint64_t i = 0; i < n; ++i)
         c.store(
             key_for(0x400000 + i),
@@ -226,7 +226,7 @@ TEST_CASE("path cache: the index grows and erases keep every other key reachable
 }
 
 TEST_CASE("path cache: full, an entry makes room; none at size 0", "[cache]") {
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     cache::PathCache c(4);
     for (std::uint64_t i = 0; i < 10; ++i)
         c.store(key_for(0x500000 + i), answer_with({master_record(0x500000 + i, 1)}, now + 1h));
@@ -244,7 +244,7 @@ TEST_CASE("path cache: full, an entry makes room; none at size 0", "[cache]") {
 
 TEST_CASE("path cache: a question stored again is refreshed once, at its new time", "[cache]") {
     cache::PathCache c(10);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     auto a = answer_with({master_record(0x600000, 1)}, now + 1h);
     a.refresh_at = now + 10s;
     c.store(key_for(0x600000), a);
@@ -267,8 +267,8 @@ TEST_CASE("path cache: the refresh queue keeps its order and times over months o
     // The queue keeps times in milliseconds within a window of 49 days, moved as time goes on:
     // across many moves nothing is handed out early, late or twice.
     cache::PathCache c(64);
-    const auto t0 = cache::Clock::time_point{} + std::chrono::hours{24 * 1000};
-    auto store_at = [&](std::uint64_t dguid, cache::Clock::time_point refresh_at) {
+    const auto t0 = Clock::time_point{} + std::chrono::hours{24 * 1000};
+    auto store_at = [&](std::uint64_t dguid, Clock::time_point refresh_at) {
         auto a = answer_with({master_record(dguid, 8)}, refresh_at + 5min);
         a.refresh_at = refresh_at;
         a.used_at = refresh_at - 1s;

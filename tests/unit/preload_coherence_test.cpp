@@ -28,7 +28,7 @@ sa::PathRecord request_record(std::uint64_t dguid) {
 
 TEST_CASE("a preload table answers a Get only when the answer is certain", "[preload]") {
     cache::PreloadTable t;
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     t.replace(std::nullopt, table_records({{0x100005, 8}, {0x100007, 11}}), now + 1min);
     const auto own = gid(0x100003);
     using namespace sa::pr_mask;
@@ -73,9 +73,10 @@ TEST_CASE("a preload table answers a Get only when the answer is certain", "[pre
 
 TEST_CASE("Gets are served from the preload table without the master", "[preload]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
-    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), cache::Clock::now() + 1min);
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    sa.preload().replace(std::nullopt, table_records({{0x100005, 8}}), SteadyClock{}.now() + 1min);
     const auto req = path_request(0x42, 0x100005);
     sa.dispatch(from_lid(kOwnLid, req));
     auto sent = transport.take();
@@ -93,7 +94,7 @@ TEST_CASE("Gets are served from the preload table without the master", "[preload
 
 TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
     cache::PathCache c(10);
-    const auto now = cache::Clock::now();
+    const auto now = SteadyClock{}.now();
     auto key = [](std::uint8_t b) {
         cache::PathQueryKey k;
         k.masked[8] = b;
@@ -117,8 +118,9 @@ TEST_CASE("cached answers come due for refresh once, oldest first", "[cache]") {
 TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until trap 64",
           "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -171,8 +173,9 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
 
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -200,8 +203,9 @@ TEST_CASE("coherence: a resync that found the port down re-subscribes once a pol
           "active, also when the poll saw no change",
           "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms;
     cc.preload = false;
@@ -241,8 +245,9 @@ void confirm_subscriptions(LocalSa& sa, FakeTransport& transport) {
 
 TEST_CASE("coherence: a master that lost the subscriptions makes the port resync", "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -295,8 +300,9 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
 
 TEST_CASE("coherence: no subscription check before the master confirmed them all", "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -314,9 +320,10 @@ TEST_CASE("coherence: no subscription check before the master confirmed them all
 
 TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence][preload]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     transport.state.pkeys = {0xffff, 0x8001};
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
@@ -344,6 +351,7 @@ TEST_CASE("coherence: one preload transaction per PKey of the port", "[coherence
 TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and counted",
           "[coherence][cache]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 50ms;
@@ -351,7 +359,7 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
     lc.path_record.refresh_retry = 60ms;
     lc.upstream.try_timeout = 10ms;
     lc.upstream.retries = 0;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.subscribe = false;
@@ -385,8 +393,9 @@ TEST_CASE("a failed refresh keeps the answer up to max staleness, retried and co
 TEST_CASE("coherence: a resync while a subscription check is in flight keeps the checks going",
           "[coherence]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
-    LocalSa sa(io.get_executor(), transport, {});
+    LocalSa sa(io.get_executor(), clock, transport, {});
     coherence::CoherenceConfig cc;
     cc.spread = 0ms; // resync and preload at once
     cc.preload = false;
@@ -416,10 +425,11 @@ TEST_CASE("coherence: a resync while a subscription check is in flight keeps the
 
 TEST_CASE("coherence: a refresh rate below 10 a second is honoured", "[coherence][cache]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig lc;
     lc.path_record.positive_ttl = 10ms;
-    LocalSa sa(io.get_executor(), transport, lc);
+    LocalSa sa(io.get_executor(), clock, transport, lc);
     coherence::CoherenceConfig cc;
     cc.subscribe = false;
     cc.preload = false;

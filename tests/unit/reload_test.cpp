@@ -10,9 +10,10 @@ using namespace localsa::test;
 
 TEST_CASE("reload: --subscription-check-s is applied, not silently ignored", "[reload]") {
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     DaemonOptions running;
-    LocalSa sa(io.get_executor(), transport, running.local_sa);
+    LocalSa sa(io.get_executor(), clock, transport, running.local_sa);
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), running.coherence);
     auto fresh = running;
     fresh.coherence.subscription_check = std::chrono::seconds{5};

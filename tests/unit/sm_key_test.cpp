@@ -57,11 +57,12 @@ TEST_CASE("SM_Keys pass through unchanged, are never logged and never used for o
           "[local_sa][sm_key]") {
     CapturedLog log;
     boost::asio::io_context io;
+    SteadyClock clock;
     FakeTransport transport;
     LocalSaConfig config;
     config.upstream.try_timeout = std::chrono::milliseconds{1};
     config.upstream.retries = 1;
-    LocalSa sa(io.get_executor(), transport, config);
+    LocalSa sa(io.get_executor(), clock, transport, config);
     auto run_timers = [&] {
         io.restart();
         io.run_for(std::chrono::milliseconds{20});

@@ -13,7 +13,7 @@ namespace localsa {
 namespace {
 
 nlohmann::json entry_json(const cache::PathQueryKey& key, const cache::PathAnswer& answer,
-                          cache::Clock::time_point now) {
+                          Clock::time_point now) {
     nlohmann::json records = nlohmann::json::array();
     for (std::size_t off = 0; off + sa::PathRecord::kSize <= answer.records.size();
          off += sa::PathRecord::kSize) {
@@ -41,15 +41,15 @@ nlohmann::json entry_json(const cache::PathQueryKey& key, const cache::PathAnswe
 
 class CacheDumpStream : public control::ReplyStream {
 public:
-    CacheDumpStream(const cache::PathCache& cache, std::size_t per_slice)
-        : cache_(cache), per_slice_(per_slice ? per_slice : 1) {}
+    CacheDumpStream(const cache::PathCache& cache, const Clock& clock, std::size_t per_slice)
+        : cache_(cache), clock_(clock), per_slice_(per_slice ? per_slice : 1) {}
 
     bool next(std::string& out) override {
         if (!started_) {
             out += "{\"entries\":[";
             started_ = true;
         }
-        const auto now = cache::Clock::now();
+        const auto now = clock_.now();
         const bool more =
             cache_.scan(cursor_, per_slice_, [&](const auto& key, const auto& answer) {
                 if (!first_)
@@ -64,6 +64,7 @@ public:
 
 private:
     const cache::PathCache& cache_;
+    const Clock& clock_;
     std::size_t per_slice_;
     cache::PathCache::ScanCursor cursor_;
     bool started_ = false;
@@ -73,8 +74,8 @@ private:
 } // namespace
 
 std::unique_ptr<control::ReplyStream> cache_dump_stream(const cache::PathCache& cache,
-                                                        std::size_t per_slice) {
-    return std::make_unique<CacheDumpStream>(cache, per_slice);
+                                                        const Clock& clock, std::size_t per_slice) {
+    return std::make_unique<CacheDumpStream>(cache, clock, per_slice);
 }
 
 } // namespace localsa

@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
 
     try {
         boost::asio::io_context io;
+        SteadyClock clock; // the engine's time: real time
         std::unique_ptr<LocalSa> local_sa;
         transport::UmadOptions topt;
         topt.ca = o.ca;
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
         // answers come back through this transport (it wraps umad).
         netlink::LocalServiceConfig nl_config;
         nl_config.answer_budget = o.local_sa.upstream.patience();
-        netlink::LocalService netlink_service(io.get_executor(), umad, nl_config);
-        local_sa = std::make_unique<LocalSa>(io.get_executor(), netlink_service, o.local_sa);
+        netlink::LocalService netlink_service(io.get_executor(), clock, umad, nl_config);
+        local_sa = std::make_unique<LocalSa>(io.get_executor(), clock, netlink_service, o.local_sa);
         coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
 
         const auto port = umad.port();
@@ -199,7 +200,7 @@ int main(int argc, char** argv) {
             [&](const nlohmann::json& req) -> std::unique_ptr<control::ReplyStream> {
                 // In slices between MADs: a whole dump holds the loop for seconds.
                 if (req.value("cmd", "") == "dump")
-                    return cache_dump_stream(local_sa->cache());
+                    return cache_dump_stream(local_sa->cache(), clock);
                 return nullptr;
             });
 

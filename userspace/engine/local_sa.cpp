@@ -29,18 +29,18 @@ sa::PathRecordConfig with_refresh_grace(sa::PathRecordConfig pr,
 }
 } // namespace
 
-LocalSa::LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
-                 LocalSaConfig config)
-    : transport_(transport), config_(config), cache_(config.cache_max_entries),
-      upstream_(executor, transport, counters_, config.upstream),
+LocalSa::LocalSa(boost::asio::any_io_executor executor, Clock& clock,
+                 transport::MadTransport& transport, LocalSaConfig config)
+    : clock_(clock), transport_(transport), config_(config), cache_(config.cache_max_entries),
+      upstream_(executor, clock, transport, counters_, config.upstream),
       proxy_(upstream_, transport, counters_),
-      path_records_(cache_, preload_, upstream_, proxy_, transport, counters_,
+      path_records_(clock, cache_, preload_, upstream_, proxy_, transport, counters_,
                     with_refresh_grace(config.path_record, config.upstream)),
       class_port_info_(upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)),
       client_subs_(config.max_client_subscriptions),
-      fanout_(executor, transport, counters_, client_subs_, config.fanout),
-      inform_info_(transport, counters_, client_subs_) {
+      fanout_(executor, clock, transport, counters_, client_subs_, config.fanout),
+      inform_info_(clock, transport, counters_, client_subs_) {
     fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
         inform_info_.on_delivery(to, delivered);
     });
@@ -226,7 +226,7 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
     if (recent_report_tids_.size() > 256)
         recent_report_tids_.pop_front();
     const auto notice = sa::Notice::unpack(Bytes{in.bytes}.subspan(kSaHeaderSize));
-    if (const auto log = report_log_.admit(LogLimiter::Clock::now()); log.log) {
+    if (const auto log = report_log_.admit(clock_.now()); log.log) {
         if (log.suppressed)
             spdlog::info("{} more Reports not logged (at most {} per {} s)", log.suppressed,
                          kEventLogBurst, kEventLogInterval.count());
@@ -239,9 +239,11 @@ void LocalSa::handle_report(const transport::InboundMad& in) {
 }
 
 coherence::Parts LocalSa::coherence_parts() {
-    return {transport_,       counters_,    cache_,
-            preload_,         upstream_,    path_records_,
-            class_port_info_, inform_info_, [this](ReportHandler fn) { on_report(std::move(fn)); }};
+    return {clock_,        transport_,
+            counters_,     cache_,
+            preload_,      upstream_,
+            path_records_, class_port_info_,
+            inform_info_,  [this](ReportHandler fn) { on_report(std::move(fn)); }};
 }
 
 nlohmann::json LocalSa::stats() const {

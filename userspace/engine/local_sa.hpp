@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/cache/path_cache.hpp"
+#include "engine/clock.hpp"
 #include "engine/coherence/coherence.hpp"
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
@@ -38,7 +39,9 @@ struct LocalSaConfig {
 
 class LocalSa {
 public:
-    LocalSa(boost::asio::any_io_executor executor, transport::MadTransport& transport,
+    // Every part reads the time and arms its timers on `clock` (SteadyClock in localsad, a
+    // ManualClock in tests and simulations); it must outlive the LocalSa.
+    LocalSa(boost::asio::any_io_executor executor, Clock& clock, transport::MadTransport& transport,
             LocalSaConfig config);
 
     // Entry point for every MAD the transport receives.
@@ -58,6 +61,7 @@ public:
         inform_info_.set_master(master);
     }
 
+    Clock& clock() { return clock_; }
     Counters& counters() { return counters_; }
     const Counters& counters() const { return counters_; }
     cache::PathCache& cache() { return cache_; }
@@ -82,6 +86,7 @@ private:
     void drop(const transport::InboundMad& mad, const char* why);
     void reply(const transport::InboundMad& to, const std::vector<std::uint8_t>& bytes);
 
+    Clock& clock_;
     transport::MadTransport& transport_;
     LocalSaConfig config_;
     Counters counters_;

@@ -14,6 +14,7 @@
 // collision never returns another question's answer.
 #pragma once
 
+#include "engine/clock.hpp"
 #include "ib/bytes.hpp"
 #include "ib/gid.hpp"
 #include "ib/path_record.hpp"
@@ -30,8 +31,6 @@
 #include <vector>
 
 namespace localsa::cache {
-
-using Clock = std::chrono::steady_clock;
 
 struct PathQueryKey {
     std::uint8_t method = 0;

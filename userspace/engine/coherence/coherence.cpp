@@ -18,9 +18,11 @@ namespace localsa::coherence {
 using namespace std::chrono_literals;
 
 Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, CoherenceConfig config)
-    : executor_(executor), parts_(std::move(parts)), config_(config), refresh_timer_(executor),
-      port_timer_(executor), resubscribe_timer_(executor), preload_timer_(executor),
-      check_timer_(executor), resync_timer_(executor), renew_timer_(executor),
+    : executor_(executor), parts_(std::move(parts)), config_(config),
+      refresh_timer_(parts_.clock, executor), port_timer_(parts_.clock, executor),
+      resubscribe_timer_(parts_.clock, executor), preload_timer_(parts_.clock, executor),
+      check_timer_(parts_.clock, executor), resync_timer_(parts_.clock, executor),
+      renew_timer_(parts_.clock, executor),
       random_state_(std::random_device{}() | std::uint64_t{1} << 40),
       last_port_(parts_.transport.port()) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
@@ -105,7 +107,7 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
         if (preload_state_ == "loading")
             preload_state_ = "done";
         spdlog::info("preload {}: {} paths from this port", preload_state_, parts_.preload.size());
-        preloaded_at_ = cache::Clock::now();
+        preloaded_at_ = parts_.clock.now();
         schedule_renewal();
         return;
     }
@@ -141,7 +143,7 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
                 const auto status = mad::load_be16(r.response, mad::offset::kStatus);
                 auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
                 if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
-                    const auto now = cache::Clock::now();
+                    const auto now = parts_.clock.now();
                     parts_.preload.replace(pkey, recs.bytes, now + config_.preload_validity, now);
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.
@@ -181,7 +183,7 @@ void Coherence::schedule_renewal() {
         // Demand-driven, as the cached answers: a table nobody used since it came costs the
         // master nothing more; one in use is renewed at 0.8 TTL, before the answers it gave
         // fall due (0.9-1.1 TTL).
-        const auto now = cache::Clock::now();
+        const auto now = parts_.clock.now();
         if (parts_.preload.used() && now >= preloaded_at_ + ttl * 4 / 5)
             start_preload();
         else if (parts_.preload.live(now))
@@ -363,7 +365,8 @@ void Coherence::shutdown(std::function<void()> done) {
     // Best effort: the master forgets subscribers whose Reports fail anyway.
     subscribe_all(false);
     subscribed_.clear();
-    auto timer = std::make_shared<boost::asio::steady_timer>(executor_, 300ms);
+    auto timer = std::make_shared<Timer>(parts_.clock, executor_);
+    timer->expires_after(300ms);
     timer->async_wait([timer, done = std::move(done)](auto) { done(); });
 }
 
@@ -492,7 +495,7 @@ void Coherence::schedule_refresh() {
                                                   parts_.upstream.background_room());
         refresh_credit_ -= static_cast<double>(budget);
         for (const auto& key :
-             parts_.cache.due_for_refresh(cache::Clock::now(), budget, config_.idle_window))
+             parts_.cache.due_for_refresh(parts_.clock.now(), budget, config_.idle_window))
             parts_.path_records.refresh(key);
         schedule_refresh();
     });

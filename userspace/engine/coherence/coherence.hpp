@@ -5,6 +5,7 @@
 
 #include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/events/master_subscriptions.hpp"
 #include "engine/handlers/class_port_info_service.hpp"
@@ -16,7 +17,6 @@
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
@@ -69,6 +69,8 @@ inline constexpr std::uint16_t kSubscribedTraps[] = {
 // The parts of one local SA that coherence acts on (LocalSa::coherence_parts() hands them out),
 // rather than the whole LocalSa: what it may touch is written here.
 struct Parts {
+    // The local SA's clock: coherence reads the time and arms its timers on it too.
+    Clock& clock;
     transport::MadTransport& transport;
     Counters& counters;
     cache::PathCache& cache;
@@ -132,15 +134,15 @@ private:
     boost::asio::any_io_executor executor_;
     Parts parts_;
     CoherenceConfig config_;
-    boost::asio::steady_timer refresh_timer_;
+    Timer refresh_timer_;
     double refresh_credit_ = 0; // refreshes allowed but not yet sent (rates below 10/s)
-    boost::asio::steady_timer port_timer_;
-    boost::asio::steady_timer resubscribe_timer_;
-    boost::asio::steady_timer preload_timer_;
-    boost::asio::steady_timer check_timer_;
-    boost::asio::steady_timer resync_timer_;
-    boost::asio::steady_timer renew_timer_;
-    cache::Clock::time_point preloaded_at_{}; // when the last preload ended
+    Timer port_timer_;
+    Timer resubscribe_timer_;
+    Timer preload_timer_;
+    Timer check_timer_;
+    Timer resync_timer_;
+    Timer renew_timer_;
+    Clock::time_point preloaded_at_{}; // when the last preload ended
     std::uint64_t random_state_;
     std::string preload_state_ = "idle";
     bool preload_running_ = false;

@@ -10,15 +10,15 @@
 
 namespace localsa::events {
 
-ReportFanout::ReportFanout(boost::asio::any_io_executor executor,
+ReportFanout::ReportFanout(boost::asio::any_io_executor executor, Clock& clock,
                            transport::MadTransport& transport, Counters& counters,
                            ClientSubscriptions& subscriptions, FanoutConfig config)
-    : executor_(executor), transport_(transport), counters_(counters),
+    : executor_(executor), clock_(clock), transport_(transport), counters_(counters),
       subscriptions_(subscriptions), config_(config), tids_(std::random_device{}()) {}
 
 ReportFanout::~ReportFanout() {
     for (auto& [tid, p] : in_flight_)
-        p.timer->cancel();
+        p.timer.cancel();
 }
 
 std::uint32_t ReportFanout::next_tid() {
@@ -37,10 +37,7 @@ void ReportFanout::deliver(mad::Bytes report, const sa::Notice& notice) {
             continue;
         }
         const auto tid = next_tid();
-        Pending p{sub,
-                  {report.begin(), report.end()},
-                  config_.tries,
-                  std::make_unique<boost::asio::steady_timer>(executor_)};
+        Pending p{sub, {report.begin(), report.end()}, config_.tries, Timer{clock_, executor_}};
         // Our own Report: our TID, and never the master's SM_Key (it is not the client's).
         mad::set_tid(p.report, tid);
         mad::store_be16(p.report, mad::offset::kStatus, 0);
@@ -56,8 +53,8 @@ void ReportFanout::transmit(std::uint32_t tid) {
     if (p.tries_left-- != config_.tries)
         ++counters_.report_retries;
     send_counted(transport_, counters_, p.report, p.to.subscriber, config_.try_timeout);
-    p.timer->expires_after(config_.try_timeout);
-    p.timer->async_wait([this, tid](auto ec) {
+    p.timer.expires_after(config_.try_timeout);
+    p.timer.async_wait([this, tid](auto ec) {
         if (ec)
             return;
         const auto it = in_flight_.find(tid);
@@ -84,7 +81,7 @@ bool ReportFanout::handle_ack(const transport::InboundMad& ack) {
 
 void ReportFanout::finish(std::uint32_t tid, bool delivered) {
     auto node = in_flight_.extract(tid);
-    node.mapped().timer->cancel();
+    node.mapped().timer.cancel();
     if (delivered)
         ++counters_.reports_fanned_out;
     else

@@ -3,13 +3,13 @@
 // way the master treats its own subscribers.
 #pragma once
 
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
 #include "ib/tid.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -33,8 +33,9 @@ public:
     // Told once per Report and subscriber whether the subscriber acknowledged it.
     using Outcome = std::function<void(const ClientSubscription& to, bool delivered)>;
 
-    ReportFanout(boost::asio::any_io_executor executor, transport::MadTransport& transport,
-                 Counters& counters, ClientSubscriptions& subscriptions, FanoutConfig config = {});
+    ReportFanout(boost::asio::any_io_executor executor, Clock& clock,
+                 transport::MadTransport& transport, Counters& counters,
+                 ClientSubscriptions& subscriptions, FanoutConfig config = {});
     ~ReportFanout();
     ReportFanout(const ReportFanout&) = delete;
     ReportFanout& operator=(const ReportFanout&) = delete;
@@ -51,7 +52,7 @@ private:
         ClientSubscription to;
         std::vector<std::uint8_t> report;
         int tries_left = 0;
-        std::unique_ptr<boost::asio::steady_timer> timer;
+        Timer timer;
     };
 
     void transmit(std::uint32_t tid);
@@ -59,6 +60,7 @@ private:
     std::uint32_t next_tid();
 
     boost::asio::any_io_executor executor_;
+    Clock& clock_;
     transport::MadTransport& transport_;
     Counters& counters_;
     ClientSubscriptions& subscriptions_;

@@ -20,7 +20,7 @@ bool InformInfoService::handle(const transport::InboundMad& in) {
     const auto info = InformInfo::unpack(mad::Bytes{in.bytes}.subspan(mad::kSaHeaderSize));
     if (const char* why = refusal(in, info)) {
         ++counters_.inform_denied;
-        if (const auto log = denied_log_.admit(LogLimiter::Clock::now()); log.log) {
+        if (const auto log = denied_log_.admit(clock_.now()); log.log) {
             if (log.suppressed)
                 spdlog::info("{} more denied InformInfo Sets not logged (at most {} per {} s)",
                              log.suppressed, kEventLogBurst, kEventLogInterval.count());
@@ -106,7 +106,7 @@ void InformInfoService::subscribe(const transport::InboundMad& in, const InformI
 
 void InformInfoService::log_subscription(const char* what, const transport::MadAddress& client,
                                          std::uint16_t trap) {
-    const auto log = subscription_log_.admit(LogLimiter::Clock::now());
+    const auto log = subscription_log_.admit(clock_.now());
     if (!log.log)
         return;
     if (log.suppressed)

@@ -14,6 +14,7 @@
 // "every trap" (0xFFFF) subscriptions, which localsad does not hold at the master.
 #pragma once
 
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/events/client_subscriptions.hpp"
 #include "engine/events/master_subscriptions.hpp"
@@ -25,9 +26,10 @@ namespace localsa::sa {
 
 class InformInfoService {
 public:
-    InformInfoService(transport::MadTransport& transport, Counters& counters,
+    InformInfoService(const Clock& clock, transport::MadTransport& transport, Counters& counters,
                       events::ClientSubscriptions& subscriptions)
-        : transport_(transport), counters_(counters), subscriptions_(subscriptions) {}
+        : clock_(clock), transport_(transport), counters_(counters), subscriptions_(subscriptions) {
+    }
 
     // Without it (no coherence: nothing held at the master) every Set is denied.
     void set_master(events::MasterSubscriptions* master) { master_ = master; }
@@ -50,6 +52,7 @@ private:
     void log_subscription(const char* what, const transport::MadAddress& client,
                           std::uint16_t trap);
 
+    const Clock& clock_;
     transport::MadTransport& transport_;
     Counters& counters_;
     events::ClientSubscriptions& subscriptions_;

@@ -98,7 +98,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         forward(in, why);
         return;
     }
-    const auto now = cache::Clock::now();
+    const auto now = clock_.now();
     if (const auto hit = cache_.find(key, hash, now)) {
         if (!stale_check_ || !is_stale(key, *hit)) {
             ++counters_.pr_cache_hits;
@@ -116,7 +116,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     if (in.bytes[mad::offset::kMethod] == method::kGet) {
         const auto mask = key.comp_mask;
         const auto& port = transport_.port();
-        cache::Clock::time_point fetched;
+        Clock::time_point fetched;
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
                                       mask, port.gid, now, &fetched)) {
             cache::PathAnswer from_table;
@@ -159,7 +159,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     ++counters_.pr_cache_misses;
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
-    options.deadline = std::chrono::steady_clock::now() + config_.requester_deadline;
+    options.deadline = now + config_.requester_deadline;
     upstream_.submit(
         in.bytes,
         [this, key, generation = generation_](upstream::Reply reply) {
@@ -168,7 +168,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         options);
 }
 
-cache::Clock::duration PathRecordService::jittered_ttl() {
+Clock::duration PathRecordService::jittered_ttl() {
     // xorshift: a cheap spread of +-10% of the TTL
     jitter_state_ ^= jitter_state_ << 13;
     jitter_state_ ^= jitter_state_ >> 7;
@@ -228,7 +228,7 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
     answer_value.records = std::move(records.bytes);
     const bool cacheable = records.complete && (answer_value.status == status::kOk ||
                                                 answer_value.status == status::kSaNoRecords);
-    const auto now = cache::Clock::now();
+    const auto now = clock_.now();
     const auto ttl = answer_value.negative() ? config_.negative_ttl : config_.positive_ttl;
     if (answer_value.negative()) {
         answer_value.refresh_at = answer_value.expires = now + ttl;
@@ -277,8 +277,8 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
         // The table the master sent since this answer was stored holds the path already: one
         // GetTable renews every path from this port, and the answers taken from it need no
         // query of their own. Only a young table: the answer then stays within the TTL bound.
-        const auto now = cache::Clock::now();
-        cache::Clock::time_point fetched;
+        const auto now = clock_.now();
+        Clock::time_point fetched;
         if (auto rec =
                 preload_.match(key.masked, key.comp_mask, transport_.port().gid, now, &fetched);
             rec && now < fetched + config_.positive_ttl * 9 / 10) {
@@ -311,7 +311,7 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
 }
 
 void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {
-    const auto now = cache::Clock::now();
+    const auto now = clock_.now();
     const auto old = cache_.peek(key);
     if (!old || old->negative() || old->expires <= now)
         return;

@@ -5,6 +5,7 @@
 
 #include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/proxy/proxy.hpp"
 #include "engine/upstream/upstream_client.hpp"
@@ -41,11 +42,11 @@ class PathRecordService {
 public:
     static constexpr std::size_t kMaxWaitersPerQuestion = 256;
 
-    PathRecordService(cache::PathCache& cache, cache::PreloadTable& preload,
+    PathRecordService(Clock& clock, cache::PathCache& cache, cache::PreloadTable& preload,
                       upstream::UpstreamClient& upstream, proxy::Proxy& proxy,
                       transport::MadTransport& transport, Counters& counters,
                       PathRecordConfig config)
-        : cache_(cache), preload_(preload), upstream_(upstream), proxy_(proxy),
+        : clock_(clock), cache_(cache), preload_(preload), upstream_(upstream), proxy_(proxy),
           transport_(transport), counters_(counters), config_(config) {}
 
     // Applies to answers stored from now on; cached answers keep their expiry.
@@ -98,9 +99,10 @@ private:
     bool is_stale(const cache::PathQueryKey& key, const cache::CachedAnswer& hit);
     void on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                      upstream::Reply reply);
-    cache::Clock::duration jittered_ttl();
+    Clock::duration jittered_ttl();
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
+    Clock& clock_;
     cache::PathCache& cache_;
     cache::PreloadTable& preload_;
     upstream::UpstreamClient& upstream_;

@@ -94,9 +94,9 @@ std::vector<PathRecordData> records_for_kernel(mad::Bytes response, PathUse use)
     return out;
 }
 
-LocalService::LocalService(boost::asio::any_io_executor executor, transport::MadTransport& inner,
-                           LocalServiceConfig config)
-    : inner_(inner), config_(config), timer_(executor) {}
+LocalService::LocalService(boost::asio::any_io_executor executor, Clock& clock,
+                           transport::MadTransport& inner, LocalServiceConfig config)
+    : clock_(clock), inner_(inner), config_(config), timer_(clock_, executor) {}
 
 void LocalService::connect(SendToKernel to_kernel, Dispatch dispatch,
                            ServedElsewhere served_elsewhere, Counters& counters) {
@@ -187,7 +187,7 @@ void LocalService::resolve(const ResolveRequest& request) {
         return;
     }
     const auto token = next_token_++;
-    const auto deadline = std::chrono::steady_clock::now() + config_.answer_budget;
+    const auto deadline = clock_.now() + config_.answer_budget;
     pending_[token] = Pending{request.seq, request.path_use, deadline};
     deadlines_.emplace_back(deadline, token);
     arm_timer();
@@ -250,7 +250,7 @@ void LocalService::arm_timer() {
 }
 
 void LocalService::on_timer() {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock_.now();
     while (!deadlines_.empty() && deadlines_.front().first <= now) {
         const auto token = deadlines_.front().second;
         deadlines_.pop_front();

@@ -9,12 +9,12 @@
 // sends on, and takes the sends addressed to the requests it made (its TID marker) for itself.
 #pragma once
 
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "transport/netlink/ls_message.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -47,8 +47,8 @@ public:
     // True when another local SA serves that device and port (its requests are left to it).
     using ServedElsewhere = std::function<bool(const std::string& device, int port)>;
 
-    LocalService(boost::asio::any_io_executor executor, transport::MadTransport& inner,
-                 LocalServiceConfig config);
+    LocalService(boost::asio::any_io_executor executor, Clock& clock,
+                 transport::MadTransport& inner, LocalServiceConfig config);
 
     // Until connected, every send goes to the inner transport and no RESOLVE is taken.
     void connect(SendToKernel to_kernel, Dispatch dispatch, ServedElsewhere served_elsewhere,
@@ -70,7 +70,7 @@ private:
     struct Pending {
         std::uint32_t seq = 0;
         PathUse path_use = PathUse::All;
-        std::chrono::steady_clock::time_point deadline;
+        Clock::time_point deadline;
     };
 
     void resolve(const ResolveRequest& request);
@@ -80,11 +80,12 @@ private:
     void on_timer();
     bool to_kernel(Bytes message);
 
+    Clock& clock_;
     transport::MadTransport& inner_;
     Counters scratch_counters_; // counts until connected
     Counters* counters_ = &scratch_counters_;
     LocalServiceConfig config_;
-    boost::asio::steady_timer timer_;
+    Timer timer_;
     bool timer_armed_ = false;
     SendToKernel to_kernel_;
     Dispatch dispatch_;
@@ -92,7 +93,7 @@ private:
     std::uint32_t next_token_ = 1;
     std::uint32_t next_seq_ = 1;
     std::unordered_map<std::uint32_t, Pending> pending_;
-    std::deque<std::pair<std::chrono::steady_clock::time_point, std::uint32_t>> deadlines_;
+    std::deque<std::pair<Clock::time_point, std::uint32_t>> deadlines_;
 };
 
 // The SubnAdmGet(PathRecord) ib_sa would have sent for `request` (ib_nl_set_path_rec_attrs

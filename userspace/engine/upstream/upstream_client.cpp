@@ -11,12 +11,13 @@
 
 namespace localsa::upstream {
 
-UpstreamClient::UpstreamClient(boost::asio::any_io_executor executor,
+UpstreamClient::UpstreamClient(boost::asio::any_io_executor executor, Clock& clock,
                                transport::MadTransport& transport, Counters& counters,
                                UpstreamConfig config)
-    : executor_(std::move(executor)), transport_(transport), counters_(counters), config_(config),
-      tids_(std::random_device{}()), tokens_(config.background_burst), refilled_(Clock::now()),
-      jitter_state_(std::random_device{}() | 1ULL << 40), pump_timer_(executor_) {}
+    : executor_(std::move(executor)), clock_(clock), transport_(transport), counters_(counters),
+      config_(config), tids_(std::random_device{}()), tokens_(config.background_burst),
+      refilled_(clock_.now()), jitter_state_(std::random_device{}() | 1ULL << 40),
+      pump_timer_(clock_, executor_) {}
 
 UpstreamClient::~UpstreamClient() {
     for (auto& [tid, q] : in_flight_)
@@ -44,7 +45,7 @@ void UpstreamClient::refill(Clock::time_point now) {
 }
 
 std::size_t UpstreamClient::background_room() {
-    refill(Clock::now());
+    refill(clock_.now());
     const auto tokens = static_cast<std::size_t>(tokens_);
     return tokens > background_queue_.size() ? tokens - background_queue_.size() : 0;
 }
@@ -87,7 +88,7 @@ void UpstreamClient::arm_pump(Clock::time_point at) {
 }
 
 void UpstreamClient::pump_queue() {
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     if (now < held_until_) {
         if (!queue_.empty() || !background_queue_.empty())
             arm_pump(held_until_);
@@ -133,7 +134,7 @@ void UpstreamClient::pump_queue() {
 void UpstreamClient::launch(std::unique_ptr<Query> q) {
     q->tid = next_tid();
     if (!q->timer)
-        q->timer = std::make_unique<boost::asio::steady_timer>(executor_);
+        q->timer.emplace(clock_, executor_);
     auto& ref = *q;
     in_flight_.emplace(q->tid, std::move(q));
     transmit(ref);
@@ -156,7 +157,7 @@ void UpstreamClient::transmit(Query& q) {
     // it waits what the tries left would have, so that the answer of a master slower than one
     // try still lands in the cache for the next requester, and is not thrown away as late.
     // (A BUSY answer within the deadline still gets its retry: tries_left is kept.)
-    if (q.options.deadline && q.tries_left > 0 && Clock::now() + timeout >= *q.options.deadline)
+    if (q.options.deadline && q.tries_left > 0 && clock_.now() + timeout >= *q.options.deadline)
         timeout *= q.tries_left + 1;
     // No master right now (SM LID 0 after a port event): the try expires like a lost MAD and a
     // later try may reach the new master.
@@ -178,7 +179,7 @@ void UpstreamClient::on_timer(std::uint32_t tid) {
         return;
     auto& q = *it->second;
     // Retries never outlast the requester: past its deadline nobody waits for the answer.
-    if (q.tries_left <= 0 || expired(q, Clock::now())) {
+    if (q.tries_left <= 0 || expired(q, clock_.now())) {
         ++counters_.upstream_timeouts;
         finish(tid, {Outcome::Timeout, {}});
         return;
@@ -217,7 +218,7 @@ bool UpstreamClient::handle_response(const transport::InboundMad& in) {
         // BUSY: the master asks this node to back off. Everything waits, not only this query,
         // exponentially longer while BUSY comes in a row, jittered so nodes do not return at once.
         ++counters_.upstream_busy;
-        const auto now = Clock::now();
+        const auto now = clock_.now();
         const std::chrono::milliseconds ceiling = std::min<std::chrono::milliseconds>(
             config_.busy_backoff * (std::int64_t{1} << std::min(busy_in_a_row_, 16u)),
             std::max(config_.busy_backoff, config_.busy_backoff_max));

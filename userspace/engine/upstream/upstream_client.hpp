@@ -8,12 +8,12 @@
 // starts after it. BUSY from the master holds back the whole node (exponential, jittered).
 #pragma once
 
+#include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "ib/tid.hpp"
 #include "transport/transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -49,9 +49,9 @@ enum class Priority { Client, Background };
 
 struct SubmitOptions {
     Priority priority = Priority::Client;
-    // When the requester stops waiting (steady clock): queued past it, the query is dropped
-    // unsent; no try starts after it.
-    std::optional<std::chrono::steady_clock::time_point> deadline;
+    // When the requester stops waiting (on the engine's Clock): queued past it, the query is
+    // dropped unsent; no try starts after it.
+    std::optional<Clock::time_point> deadline;
     // The wait per try, if not the configured one (a GetTable sized by its transfer).
     std::optional<std::chrono::milliseconds> try_timeout;
 };
@@ -67,8 +67,8 @@ using ReplyHandler = std::function<void(Reply)>;
 
 class UpstreamClient {
 public:
-    UpstreamClient(boost::asio::any_io_executor executor, transport::MadTransport& transport,
-                   Counters& counters, UpstreamConfig config);
+    UpstreamClient(boost::asio::any_io_executor executor, Clock& clock,
+                   transport::MadTransport& transport, Counters& counters, UpstreamConfig config);
     ~UpstreamClient();
     UpstreamClient(const UpstreamClient&) = delete;
     UpstreamClient& operator=(const UpstreamClient&) = delete;
@@ -83,7 +83,7 @@ public:
     std::size_t outstanding() const { return in_flight_.size(); }
     std::size_t queued() const { return queue_.size() + background_queue_.size(); }
     // True while a BUSY from the master holds every query of the node back.
-    bool held_back() const { return Clock::now() < held_until_; }
+    bool held_back() const { return clock_.now() < held_until_; }
     const UpstreamConfig& config() const { return config_; }
     // New limits and timeouts apply from the next try; queries in flight keep their tries left.
     void set_config(const UpstreamConfig& config);
@@ -94,12 +94,10 @@ private:
         ReplyHandler done;
         int tries_left = 0;
         std::uint32_t tid = 0;
-        std::unique_ptr<boost::asio::steady_timer> timer;
+        std::optional<Timer> timer;
         std::uint16_t sent_to = 0; // the SM LID of the try under this TID
         SubmitOptions options;
     };
-    using Clock = std::chrono::steady_clock;
-
     bool expired(const Query& q, Clock::time_point now) const {
         return q.options.deadline && now >= *q.options.deadline;
     }
@@ -115,6 +113,7 @@ private:
     std::uint32_t next_tid();
 
     boost::asio::any_io_executor executor_;
+    Clock& clock_;
     transport::MadTransport& transport_;
     Counters& counters_;
     UpstreamConfig config_;
@@ -127,7 +126,7 @@ private:
     Clock::time_point held_until_{}; // BUSY: nothing is sent before
     unsigned busy_in_a_row_ = 0;
     std::uint64_t jitter_state_;
-    boost::asio::steady_timer pump_timer_;
+    Timer pump_timer_;
     bool pump_armed_ = false;
     Clock::time_point pump_at_{};
 };

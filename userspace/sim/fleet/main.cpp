@@ -219,6 +219,7 @@ int main(int argc, char** argv) {
         const std::size_t n = nodes.size();
 
         boost::asio::io_context io;
+        SteadyClock clock; // the engine's time: real time, as localsad's
         std::unique_ptr<fleet::SharedPort> shared;
         transport::UmadOptions uopt;
         uopt.sa_server =
@@ -338,7 +339,7 @@ int main(int argc, char** argv) {
                         engine.on_response(b);
                     }));
                 sas.push_back(
-                    std::make_unique<LocalSa>(io.get_executor(), *transports.back(), cfg));
+                    std::make_unique<LocalSa>(io.get_executor(), clock, *transports.back(), cfg));
                 auto* sa = sas.back().get();
                 transports.back()->set_owner(
                     shared->add_owner([sa](transport::InboundMad in) { sa->dispatch(in); }));
