@@ -13,6 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <set>
+
 using namespace localsa;
 using namespace localsa::test;
 using namespace std::chrono_literals;
@@ -227,6 +229,46 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
     // At most one per 10 ms (plus the token the client did not leave): never over budget.
     CHECK(n >= 2);
     CHECK(n <= static_cast<std::size_t>(elapsed / 10ms) + 1);
+}
+
+TEST_CASE("subscription checks are jittered: nodes started together do not ask together",
+          "[coherence][budget]") {
+    // Before, every node asked at exactly start + k x 60 s: a fabric whose nodes started
+    // together (a reboot, a package upgrade) sent all its checks in the same second, forever
+    // (N queries at once every minute; localsa-fleet-scale, docs/benchmarks.md part d).
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 60s;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    std::vector<Clock::time_point> checks;
+    for (int step = 0; step < 6000; ++step) { // 10 minutes
+        clock.advance(100ms);
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid)
+                continue;
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
+                checks.push_back(clock.now());
+                sa.dispatch(from_lid(
+                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
+            } else {
+                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    REQUIRE(checks.size() >= 8);
+    std::set<Clock::duration> intervals;
+    for (std::size_t i = 1; i < checks.size(); ++i) {
+        const auto gap = checks[i] - checks[i - 1];
+        intervals.insert(gap);
+        CHECK(gap >= 54s);     // 0.9 of the period
+        CHECK(gap <= 66100ms); // 1.1 of it, plus one step
+    }
+    CHECK(intervals.size() > 1); // not one fixed period
 }
 
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",

@@ -301,7 +301,10 @@ void Coherence::release(std::uint16_t trap) {
 void Coherence::schedule_subscription_check() {
     if (config_.subscription_check.count() == 0)
         return;
-    check_timer_.expires_after(config_.subscription_check);
+    // 0.9-1.1 of the period, drawn each time: nodes that started together (a reboot of the
+    // fabric, a package upgrade) would otherwise ask the master together, every period.
+    const auto period = config_.subscription_check;
+    check_timer_.expires_after(period - period / 10 + random_delay(period / 5));
     check_timer_.async_wait([this](auto ec) {
         if (!ec)
             check_subscriptions();
