@@ -42,11 +42,6 @@ long max_rss_kb() {
     return u.ru_maxrss;
 }
 
-bool is_resync_query(QueryKind k) {
-    return k == QueryKind::ClassPortInfo || k == QueryKind::InformInfoSet ||
-           k == QueryKind::PathTable;
-}
-
 } // namespace
 
 const char* scenario_name(Scenario s) {
@@ -105,9 +100,9 @@ struct Fleet::Node {
     std::unique_ptr<LocalSa> sa;
     std::unique_ptr<coherence::Coherence> coherence;
     std::uint64_t seen_background = 0;
-    std::uint64_t queries_measured = 0;           // in the measured span
-    std::vector<std::int64_t> background_us;      // when each background query reached the master
-    std::int64_t resynced_us = -1;                // the last resync answer after the event
+    std::uint64_t queries_measured = 0;      // in the measured span
+    std::vector<std::int64_t> background_us; // when each background query reached the master
+    std::int64_t resynced_us = -1;           // its resync's preload table answered, after the event
     std::uint64_t queries_after_event_window = 0; // Trap64: in the event's window, checks aside
 };
 
@@ -232,7 +227,9 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
     at(now + latency,
        [this, index, kind, from = to.lid, response = std::move(a.response)]() mutable {
            auto& node = *nodes_[index];
-           if (event_us_ >= 0 && now_us() >= event_us_ && is_resync_query(kind))
+           // A resync ends with its preload table (after ClassPortInfo and the subscriptions).
+           if (event_us_ >= 0 && now_us() >= event_us_ && node.resynced_us < 0 &&
+               kind == QueryKind::PathTable)
                node.resynced_us = now_us();
            transport::InboundMad in;
            in.bytes = std::move(response);
@@ -435,7 +432,8 @@ nlohmann::json Fleet::report(Scenario scenario) {
         std::chrono::duration_cast<std::chrono::seconds>(p_.local_sa.path_record.positive_ttl)
             .count();
     const auto idle_s =
-        p_.coherence.idle_window.count() > 0
+        p_.idle_target.count() > 0 ? p_.idle_target.count()
+        : p_.coherence.idle_window.count() > 0
             ? std::chrono::duration_cast<std::chrono::seconds>(p_.coherence.idle_window).count()
             : ttl_s;
     std::uint64_t after_idle = 0, after_two = 0;

@@ -39,6 +39,8 @@ struct FleetParams {
     std::chrono::seconds event_at{1200};        // Trap64 and FailOver: when the event happens
     std::chrono::seconds new_port_use{60};      // Trap64: the nodes ask for the new port this later
     std::chrono::seconds second_job_after{600}; // FailOver: a job this long after the fail-over
+    // Idle: the window after which the cache must be silent (0: its idle window).
+    std::chrono::seconds idle_target{0};
     // The master's capacity in queries per second (OpenSM's throughput from bench part b).
     double capacity = 0;
     // How long the master takes to answer (its queueing is not modelled).

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     std::size_t nodes = 256;
     std::string scenarios_arg = "idle,jobs,trap64,failover", out_file, log_level = "warn";
     long duration_s = 3600, warmup_s = 60, job_period_s = 600, event_at_s = 1200;
-    long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000;
+    long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
     bool check = false;
@@ -86,8 +86,10 @@ int main(int argc, char** argv) {
         "trap64: the nodes ask for the new port this long after it joined")(
         "second-job-after-s", po::value(&second_job_after_s)->default_value(second_job_after_s),
         "failover: a job this long after the fail-over")(
-        "master-latency-us", po::value(&latency_us)->default_value(latency_us),
-        "the master's answer time (plus 3 us per record of a table)")(
+        "idle-target-s", po::value(&idle_target_s)->default_value(idle_target_s),
+        "idle: the cache must be silent this long after the job (plus one TTL round); 0: its "
+        "idle window")("master-latency-us", po::value(&latency_us)->default_value(latency_us),
+                       "the master's answer time (plus 3 us per record of a table)")(
         "capacity", po::value(&capacity)->default_value(capacity),
         "the master's capacity in queries/s (OpenSM's throughput, scripts/bench part b)")(
         "path-ttl-s", po::value(&ttl_s), "localsad's --path-ttl-s (default: localsad's)")(
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
     p.event_at = std::chrono::seconds{event_at_s};
     p.new_port_use = std::chrono::seconds{new_port_use_s};
     p.second_job_after = std::chrono::seconds{second_job_after_s};
+    p.idle_target = std::chrono::seconds{idle_target_s};
     p.master_latency = std::chrono::microseconds{latency_us};
     p.capacity = capacity;
     // localsad's defaults (the engine's config structs), but for what the options change.
