@@ -47,6 +47,8 @@ ALLOWED = {
     "daemon/": ["ib/", "transport/", "engine/", "control/"],
     "tools/": ["ib/", "transport/transport.hpp", "transport/umad/", "control/"],
     "sim/fleet/": ["ib/", "transport/", "engine/"],
+    # The fleet-scale driver: local SAs (the engine) against an in-process master model.
+    "sim/fleet_scale/": ["ib/", "transport/", "engine/"],
     "sim/simhca_relay/": [],
 }
 

@@ -13,6 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <set>
+
 using namespace localsa;
 using namespace localsa::test;
 using namespace std::chrono_literals;
@@ -229,6 +231,46 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
     CHECK(n <= static_cast<std::size_t>(elapsed / 10ms) + 1);
 }
 
+TEST_CASE("subscription checks are jittered: nodes started together do not ask together",
+          "[coherence][budget]") {
+    // Before, every node asked at exactly start + k x 60 s: a fabric whose nodes started
+    // together (a reboot, a package upgrade) sent all its checks in the same second, forever
+    // (N queries at once every minute; localsa-fleet-scale, docs/benchmarks.md part d).
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 60s;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    std::vector<Clock::time_point> checks;
+    for (int step = 0; step < 6000; ++step) { // 10 minutes
+        clock.advance(100ms);
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid)
+                continue;
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
+                checks.push_back(clock.now());
+                sa.dispatch(from_lid(
+                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
+            } else {
+                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    REQUIRE(checks.size() >= 8);
+    std::set<Clock::duration> intervals;
+    for (std::size_t i = 1; i < checks.size(); ++i) {
+        const auto gap = checks[i] - checks[i - 1];
+        intervals.insert(gap);
+        CHECK(gap >= 54s);     // 0.9 of the period
+        CHECK(gap <= 66100ms); // 1.1 of it, plus one step
+    }
+    CHECK(intervals.size() > 1); // not one fixed period
+}
+
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;
@@ -408,6 +450,62 @@ TEST_CASE("a remote trap 64, 144 or 145 costs the master no query", "[coherence]
     port.clock.advance(30ms);
     CHECK(count_attr(port.transport.take(), mad::attr::kPathRecord, kSmLid) == 0);
     CHECK(port.sa.counters().preload_transactions == 1);
+}
+
+TEST_CASE("a used preload table is renewed: the next job is served without the master",
+          "[coherence][preload]") {
+    // A job at start, another one 2.8 TTL later (a job every 10 minutes with the default TTL of
+    // 5). Before, the table expired TTL + max staleness after it came and the answers taken from
+    // it were refreshed one query each, then dropped as idle: the second job missed every path,
+    // N - 1 queries per node at once at the master.
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 500ms;
+    lc.path_record.max_staleness = 500ms;
+    LocalSa sa(io.get_executor(), clock, transport, lc);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.spread = 0ms;
+    cc.preload_validity = 1s; // TTL + max staleness, as localsad sets it
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    std::size_t tables = 0, path_gets = 0;
+    auto play_master = [&] {
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid || mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord)
+                continue;
+            if (s.bytes[3] == mad::method::kGetTable) {
+                ++tables;
+                sa.dispatch(
+                    from_lid(kSmLid, table_answer(s.bytes, table_records({{0x100005, 8}}))));
+            } else {
+                ++path_gets;
+                sa.dispatch(from_lid(kSmLid, master_path_answer(s.bytes, 8)));
+            }
+        }
+    };
+    bool first_job = false, second_job = false;
+    for (auto t = 0ms; t < 1600ms; t += 5ms) {
+        clock.advance(5ms);
+        play_master();
+        if (!first_job && tables == 1) {
+            sa.dispatch(from_lid(kOwnLid, kernel_request(1, 0x100005)));
+            first_job = true;
+        }
+        if (!second_job && t >= 1400ms) {
+            sa.dispatch(from_lid(kOwnLid, kernel_request(2, 0x100005)));
+            second_job = true;
+        }
+        play_master();
+    }
+    REQUIRE(second_job);
+    CHECK(sa.counters().pr_cache_misses == 0); // both jobs served locally
+    CHECK(sa.counters().pr_preload_hits + sa.counters().pr_cache_hits == 2);
+    CHECK(path_gets == 0); // the used answer was refreshed from the renewed table
+    CHECK(tables >= 2);
+    CHECK(tables <= 4); // renewed only while used: at 0.8 TTL, 1.6 TTL, not every poll
 }
 
 TEST_CASE("preload waits a random delay within the spread window", "[coherence][preload]") {

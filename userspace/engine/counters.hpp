@@ -19,6 +19,7 @@ namespace localsa {
     X(pr_waiters_overflow)                                                                         \
     X(pr_relayed_unparsed)                                                                         \
     X(upstream_requests)                                                                           \
+    X(upstream_background_requests)                                                                \
     X(upstream_responses)                                                                          \
     X(upstream_timeouts)                                                                           \
     X(upstream_retries)                                                                            \
@@ -50,6 +51,7 @@ namespace localsa {
     X(reports_duplicate)                                                                           \
     X(invalidated_entries)                                                                         \
     X(refreshes)                                                                                   \
+    X(refreshes_from_preload)                                                                      \
     X(refresh_changed)                                                                             \
     X(refresh_failed)                                                                              \
     X(resyncs)                                                                                     \

@@ -65,6 +65,15 @@ std::size_t PreloadTable::size_of(std::optional<std::uint16_t> pkey) const {
     return it == tables_.end() ? 0 : it->second.records.size();
 }
 
+bool PreloadTable::used() const {
+    return std::any_of(tables_.begin(), tables_.end(), [](const auto& t) { return t.second.used; });
+}
+
+bool PreloadTable::live(Clock::time_point now) const {
+    return std::any_of(tables_.begin(), tables_.end(),
+                       [&](const auto& t) { return t.second.expires > now; });
+}
+
 std::size_t PreloadTable::size() const {
     std::size_t n = 0;
     for (const auto& [pkey, t] : tables_)
@@ -148,6 +157,8 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
             if (!consider(i->second))
                 return std::nullopt;
     }
+    if (found)
+        t.used = true;
     return found;
 }
 

@@ -34,6 +34,11 @@ public:
     // Records of the table of `pkey`, if there is one (for the PKey sizing the next transfer).
     std::size_t size_of(std::optional<std::uint16_t> pkey) const;
     std::size_t size() const;
+    // Whether any table answered (match() found its record) since it was replaced: the
+    // demand that renews a table (Coherence).
+    bool used() const;
+    // Whether any table still answers at `now`.
+    bool live(Clock::time_point now) const;
 
     // The one record that answers SubnAdmGet(PathRecord) with this mask and record, asked by
     // the port whose GID is `own`; nullopt when the table cannot answer with certainty. The Get
@@ -57,6 +62,7 @@ private:
         std::unordered_multimap<std::uint16_t, std::size_t> by_dlid;
         Clock::time_point expires;
         Clock::time_point fetched;
+        mutable bool used = false; // match() found a record in it since it came
     };
     void index(Table& t);
 

@@ -22,6 +22,7 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
       refresh_timer_(parts_.clock, executor), port_timer_(parts_.clock, executor),
       resubscribe_timer_(parts_.clock, executor), preload_timer_(parts_.clock, executor),
       check_timer_(parts_.clock, executor), resync_timer_(parts_.clock, executor),
+      renew_timer_(parts_.clock, executor),
       random_state_(std::random_device{}() | std::uint64_t{1} << 40),
       last_port_(parts_.transport.port()) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
@@ -106,6 +107,8 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
         if (preload_state_ == "loading")
             preload_state_ = "done";
         spdlog::info("preload {}: {} paths from this port", preload_state_, parts_.preload.size());
+        preloaded_at_ = parts_.clock.now();
+        schedule_renewal();
         return;
     }
     const auto port = parts_.transport.port();
@@ -166,6 +169,26 @@ void Coherence::preload_step(std::vector<std::optional<std::uint16_t>> pkeys, st
             });
         },
         options);
+}
+
+void Coherence::schedule_renewal() {
+    // Looked at every 0.1 TTL: a table used late in its life (a job start on an old table) is
+    // renewed within 0.1 TTL, before the answers taken from it fall due (PathRecordService
+    // gives those 0.2 TTL at least).
+    const auto ttl = parts_.path_records.config().positive_ttl;
+    renew_timer_.expires_after(std::max<std::chrono::milliseconds>(ttl / 10, 1ms));
+    renew_timer_.async_wait([this, ttl, generation = generation_](auto ec) {
+        if (ec || generation != generation_)
+            return;
+        // Demand-driven, as the cached answers: a table nobody used since it came costs the
+        // master nothing more; one in use is renewed at 0.8 TTL, before the answers it gave
+        // fall due (0.9-1.1 TTL).
+        const auto now = parts_.clock.now();
+        if (parts_.preload.used() && now >= preloaded_at_ + ttl * 4 / 5)
+            start_preload();
+        else if (parts_.preload.live(now))
+            schedule_renewal();
+    });
 }
 
 void Coherence::subscribe_all(bool subscribe) {
@@ -278,7 +301,10 @@ void Coherence::release(std::uint16_t trap) {
 void Coherence::schedule_subscription_check() {
     if (config_.subscription_check.count() == 0)
         return;
-    check_timer_.expires_after(config_.subscription_check);
+    // 0.9-1.1 of the period, drawn each time: nodes that started together (a reboot of the
+    // fabric, a package upgrade) would otherwise ask the master together, every period.
+    const auto period = config_.subscription_check;
+    check_timer_.expires_after(period - period / 10 + random_delay(period / 5));
     check_timer_.async_wait([this](auto ec) {
         if (!ec)
             check_subscriptions();
@@ -334,6 +360,7 @@ void Coherence::shutdown(std::function<void()> done) {
     preload_timer_.cancel();
     check_timer_.cancel();
     resync_timer_.cancel();
+    renew_timer_.cancel();
     if (subscribed_.empty()) {
         done();
         return;
@@ -422,6 +449,7 @@ void Coherence::resync(const std::string& why) {
     parts_.preload.clear();
     preload_running_ = false;
     preload_timer_.cancel();
+    renew_timer_.cancel();
     out_of_service_.clear();
     subscribed_.clear();
     in_flight_.clear(); // answers to the older generation's Sets are ignored

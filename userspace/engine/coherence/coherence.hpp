@@ -42,8 +42,11 @@ struct CoherenceConfig {
     // and, on the same LID, leaves nothing the port poll could see. Zero: never.
     std::chrono::milliseconds subscription_check{std::chrono::seconds{60}};
     // Preload: GetTable(PathRecord, SGID = own port, PKey) at start and after this port's own
-    // resync only; a table is used for `validity` after it arrived (what it answered stays
-    // cached while used). Needs RMPP (not under umad2sim).
+    // resync; a table is used for `validity` after it arrived (what it answered stays cached
+    // while used). A table that answered since it came (a hit, or an answer refreshed from it)
+    // is asked again once 0.8 TTL old, before the answers taken from it fall due: they are
+    // then refreshed from the new table, without a query each; an unused table is left to
+    // expire. Needs RMPP (not under umad2sim).
     bool preload = true;
     std::chrono::milliseconds preload_validity{std::chrono::minutes{10}};
     // The preload at start and the background part of a resync (re-subscribe, preload) wait a
@@ -120,6 +123,9 @@ private:
     void resync_background(std::uint64_t generation);
     void preload_step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
                       std::uint64_t generation);
+    // After a preload: renews the tables once they were used and are 0.8 TTL old; gives up
+    // once none answers any more.
+    void schedule_renewal();
     void schedule_refresh();
     void schedule_port_poll();
     std::size_t invalidate_gid(const sa::Gid& gid);
@@ -135,6 +141,8 @@ private:
     Timer preload_timer_;
     Timer check_timer_;
     Timer resync_timer_;
+    Timer renew_timer_;
+    Clock::time_point preloaded_at_{}; // when the last preload ended
     std::uint64_t random_state_;
     std::string preload_state_ = "idle";
     bool preload_running_ = false;

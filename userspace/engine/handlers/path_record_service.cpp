@@ -125,7 +125,11 @@ void PathRecordService::handle(const transport::InboundMad& in) {
                 ++counters_.pr_preload_hits;
                 respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
                 // From now on an answer like any other: refreshed while used, then dropped.
-                from_table.refresh_at = std::max(fetched + jittered_ttl(), now);
+                // An old table (a job start late in its life) is renewed within 0.1 TTL
+                // (Coherence looks that often): the answer waits twice that for it rather than
+                // asking the master at once.
+                from_table.refresh_at =
+                    std::max(fetched + jittered_ttl(), now + config_.positive_ttl / 5);
                 from_table.expires = from_table.refresh_at + config_.max_staleness;
                 from_table.used_at = now;
                 cache_.store(key, from_table);
@@ -267,9 +271,29 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
 }
 
 void PathRecordService::refresh(const cache::PathQueryKey& key) {
-    auto [it, first] = pending_.try_emplace(key);
-    if (!first)
+    if (pending_.contains(key))
         return; // a miss for the same question is already on its way
+    if (key.method == method::kGet) {
+        // The table the master sent since this answer was stored holds the path already: one
+        // GetTable renews every path from this port, and the answers taken from it need no
+        // query of their own. Only a young table: the answer then stays within the TTL bound.
+        const auto now = clock_.now();
+        Clock::time_point fetched;
+        if (auto rec =
+                preload_.match(key.masked, key.comp_mask, transport_.port().gid, now, &fetched);
+            rec && now < fetched + config_.positive_ttl * 9 / 10) {
+            cache::PathAnswer from_table;
+            from_table.records.assign(rec->begin(), rec->end());
+            if (!stale_check_ || !stale_check_(key, from_table)) {
+                ++counters_.refreshes_from_preload;
+                from_table.refresh_at = std::max(fetched + jittered_ttl(), now);
+                from_table.expires = from_table.refresh_at + config_.max_staleness;
+                cache_.store(key, from_table); // used_at unset: a refresh is no use
+                return;
+            }
+        }
+    }
+    pending_.try_emplace(key);
     ++counters_.refreshes;
     SaMad q;
     q.header.method = key.method;

@@ -51,9 +51,12 @@ public:
 
     // Applies to answers stored from now on; cached answers keep their expiry.
     void set_config(const PathRecordConfig& config) { config_ = config; }
+    const PathRecordConfig& config() const { return config_; }
 
     void handle(const transport::InboundMad& request);
-    // Asks the master again for a cached question; the answer replaces the cached one.
+    // Asks the master again for a cached question; the answer replaces the cached one. A Get
+    // the preload table answers, from a table younger than 0.9 TTL (a used table is renewed at
+    // 0.8 TTL, see Coherence), is refreshed from it: no query (refreshes_from_preload).
     void refresh(const cache::PathQueryKey& key);
     // A veto on serving a cached answer (coherence knows of GIDs reported out of service).
     using StaleCheck = std::function<bool(const cache::PathQueryKey&, const cache::PathAnswer&)>;

@@ -149,6 +149,8 @@ void UpstreamClient::transmit(Query& q) {
     master.lid = port.sm_lid;
     master.sl = port.sm_sl;
     ++counters_.upstream_requests;
+    if (q.options.priority == Priority::Background)
+        ++counters_.upstream_background_requests;
     q.sent_to = port.sm_lid;
     auto timeout = q.options.try_timeout.value_or(config_.try_timeout);
     // A try that ends past the requester's deadline is the last one (no try starts after it):

@@ -1,0 +1,116 @@
+// A fleet of N local SAs (LocalSa + Coherence, as localsad runs them) on one manual clock,
+// against an in-process master SA (MasterModel), through one simulated hour of a scenario.
+// Every query that reaches the master is counted per simulated second and per node; the
+// background ones are checked against each node's budget.
+#pragma once
+
+#include "engine/clock.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "sim/fleet_scale/master_model.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace localsa::fleet_scale {
+
+enum class Scenario { Idle, Jobs, Trap64, FailOver };
+const char* scenario_name(Scenario s);
+std::optional<Scenario> parse_scenario(const std::string& name);
+
+struct FleetParams {
+    std::size_t nodes = 256;
+    // The measured span (after the warm-up: every node started, subscribed and preloaded).
+    std::chrono::seconds duration{3600};
+    std::chrono::seconds warmup{60};
+    // Scenario times, from the start of the measured span.
+    std::chrono::seconds job_period{600};       // Jobs: a job start every this long
+    std::chrono::seconds event_at{1200};        // Trap64 and FailOver: when the event happens
+    std::chrono::seconds new_port_use{60};      // Trap64: the nodes ask for the new port this later
+    std::chrono::seconds second_job_after{600}; // FailOver: a job this long after the fail-over
+    // Idle: the window after which the cache must be silent (0: its idle window).
+    std::chrono::seconds idle_target{0};
+    // The master's capacity in queries per second (OpenSM's throughput from bench part b).
+    double capacity = 0;
+    // How long the master takes to answer (its queueing is not modelled).
+    std::chrono::microseconds master_latency{1000};
+    // The kernel's sa_redirect_timeout_ms: a client query localsa has not answered by then goes
+    // to the master from the kernel itself (fail-open); counted as a master query.
+    std::chrono::milliseconds fail_open{200};
+    LocalSaConfig local_sa;
+    coherence::CoherenceConfig coherence;
+};
+
+class Fleet {
+public:
+    explicit Fleet(FleetParams params);
+    ~Fleet();
+    Fleet(const Fleet&) = delete;
+    Fleet& operator=(const Fleet&) = delete;
+
+    // Runs the warm-up and the measured span of `scenario`; returns its report (JSON).
+    nlohmann::json run(Scenario scenario);
+
+private:
+    struct Node;
+    class NodeTransport;
+    struct Pending {
+        std::int64_t due_us;
+        std::uint64_t seq;
+        std::function<void()> action;
+        bool operator>(const Pending& o) const {
+            return due_us != o.due_us ? due_us > o.due_us : seq > o.seq;
+        }
+    };
+
+    std::int64_t now_us() const;
+    void at(std::int64_t due_us, std::function<void()> action);
+    void run_until(std::int64_t end_us);
+    void on_send(std::size_t node, mad::Bytes bytes, const transport::MadAddress& to);
+    void job_start(std::uint16_t first_port);
+    void ask(std::size_t node, const Port& dst, std::uint64_t service_id);
+    void inject_report(std::uint16_t trap, const sa::Gid& subject);
+    void fail_over();
+    nlohmann::json report(Scenario scenario);
+
+    FleetParams p_;
+    boost::asio::io_context io_;
+    ManualClock clock_;
+    Clock::time_point t0_; // the start of the measured span
+    MasterModel master_;
+    std::vector<std::unique_ptr<Node>> nodes_;
+    std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
+    std::uint64_t seq_ = 0;
+    std::uint32_t next_client_tid_ = 1;
+    std::vector<std::uint8_t> client_answered_; // by client TID
+    std::uint64_t report_tid_ = 0x5e000000;
+
+    // What the master received.
+    struct Second {
+        std::uint32_t queries = 0;
+        std::uint32_t background = 0;
+        std::uint64_t records = 0;
+        std::uint32_t path_queries = 0; // PathRecord Get and GetTable
+    };
+    std::vector<Second> seconds_; // from the start of the warm-up
+    std::array<std::uint64_t, kQueryKinds> by_kind_{};
+    std::uint64_t fail_open_queries_ = 0;
+    std::uint64_t lost_queries_ = 0; // sent to a master that is gone
+    std::uint64_t report_acks_ = 0;
+    std::uint64_t client_queries_ = 0, client_answered_locally_ = 0;
+    std::int64_t event_us_ = -1; // the scenario's event (trap, fail-over)
+    long rss_after_job_kb_ = 0;
+};
+
+} // namespace localsa::fleet_scale

@@ -1,0 +1,206 @@
+// localsa-fleet-scale: N local SAs with their coherence, an hour of a fabric's life on a manual
+// clock, against an in-process master SA that counts every query (docs/benchmarks.md, part d).
+//
+// Scenarios (each after a warm-up in which every node starts as localsad does):
+//   idle      a job start (all-to-all), then nothing for the rest of the hour;
+//   jobs      a job start every --job-period-s;
+//   trap64    a job start, a port joining at --event-at-s (trap 64 to every node), each node
+//             asking its path to the new port a minute later;
+//   failover  a job start, an SM fail-over at --event-at-s (a standby on another LID, which
+//             holds no subscription), a job --second-job-after-s later.
+// Prints one JSON document; --check exits 1 when a target is missed (see --help).
+#include "sim/fleet_scale/fleet.hpp"
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace localsa;
+using namespace localsa::fleet_scale;
+namespace po = boost::program_options;
+
+namespace {
+
+// The targets of docs/benchmarks.md (d); returns what was missed.
+std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity) {
+    std::vector<std::string> missed;
+    const std::string s = r["scenario"];
+    if (r["budget"]["nodes_over_budget"].get<std::size_t>() > 0)
+        missed.push_back(s + ": " + r["budget"]["nodes_over_budget"].dump() +
+                         " nodes over their budget (burst used " +
+                         r["budget"]["max_burst_used"].dump() + ")");
+    if (s == "idle" && r["idle"]["path_queries_after_one_more_ttl"].get<std::uint64_t>() > 0)
+        missed.push_back("idle: " + r["idle"]["path_queries_after_one_more_ttl"].dump() +
+                         " PathRecord queries after the idle window and one refresh round");
+    if (s == "trap64" && r["trap64"]["max_queries_of_a_node"].get<std::uint64_t>() > 1)
+        missed.push_back("trap64: a node sent " + r["trap64"]["max_queries_of_a_node"].dump() +
+                         " queries for one port joining (its own question is 1)");
+    if (s == "failover") {
+        const auto& f = r["failover"];
+        if (capacity > 0 && f["peak_qps_after"].get<double>() >= capacity)
+            missed.push_back("failover: peak " + f["peak_qps_after"].dump() + " q/s, capacity " +
+                             std::to_string(capacity));
+        if (f["nodes_resynced"] != r["nodes"] || f["nodes_subscribed_again"] != r["nodes"])
+            missed.push_back("failover: not every node resynced and subscribed again");
+    }
+    return missed;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::size_t nodes = 256;
+    std::string scenarios_arg = "idle,jobs,trap64,failover", out_file, log_level = "warn";
+    long duration_s = 3600, warmup_s = 60, job_period_s = 600, event_at_s = 1200;
+    long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
+    double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
+    long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
+    bool check = false;
+
+    po::options_description opts(
+        "Usage: localsa-fleet-scale [options]\n\n"
+        "N local SAs (LocalSa + Coherence) on a manual clock against an in-process master SA;\n"
+        "an hour of each scenario (idle, jobs, trap64, failover) in seconds. Prints JSON.\n"
+        "--check exits 1 when a target is missed: no node over its budget; idle: no\n"
+        "PathRecord query once the job's answers went idle and one refresh round passed;\n"
+        "trap64: at most 1 query per node (its own question to the new port); failover: the\n"
+        "peak below --capacity and every node resynced.\n\nOptions");
+    opts.add_options()("help,h", "print this help")(
+        "nodes", po::value(&nodes)->default_value(nodes),
+        "local SAs (nodes)")("scenarios", po::value(&scenarios_arg)->default_value(scenarios_arg),
+                             "comma-separated: idle, jobs, trap64, failover")(
+        "duration-s", po::value(&duration_s)->default_value(duration_s),
+        "simulated seconds per scenario (after the warm-up)")(
+        "warmup-s", po::value(&warmup_s)->default_value(warmup_s),
+        "simulated seconds of start-up before")(
+        "job-period-s", po::value(&job_period_s)->default_value(job_period_s),
+        "jobs: a job start every this long")("event-at-s",
+                                             po::value(&event_at_s)->default_value(event_at_s),
+                                             "trap64, failover: when the event happens")(
+        "new-port-use-s", po::value(&new_port_use_s)->default_value(new_port_use_s),
+        "trap64: the nodes ask for the new port this long after it joined")(
+        "second-job-after-s", po::value(&second_job_after_s)->default_value(second_job_after_s),
+        "failover: a job this long after the fail-over")(
+        "idle-target-s", po::value(&idle_target_s)->default_value(idle_target_s),
+        "idle: the cache must be silent this long after the job (plus one TTL round); 0: its "
+        "idle window")("master-latency-us", po::value(&latency_us)->default_value(latency_us),
+                       "the master's answer time (plus 3 us per record of a table)")(
+        "capacity", po::value(&capacity)->default_value(capacity),
+        "the master's capacity in queries/s (OpenSM's throughput, scripts/bench part b)")(
+        "path-ttl-s", po::value(&ttl_s), "localsad's --path-ttl-s (default: localsad's)")(
+        "spread-ms", po::value(&spread_ms), "localsad's --spread-ms")(
+        "idle-window-s", po::value(&idle_window_s), "localsad's --idle-window-s")(
+        "master-rate", po::value(&master_rate), "localsad's --master-rate")(
+        "master-burst", po::value(&master_burst), "localsad's --master-burst")(
+        "check", po::bool_switch(&check), "exit 1 when a target is missed")(
+        "json", po::value(&out_file), "write the JSON here instead of stdout")(
+        "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, opts), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        std::cerr << "localsa-fleet-scale: " << e.what() << "\n";
+        return 2;
+    }
+    if (vm.count("help")) {
+        std::cout << opts << "\n";
+        return 0;
+    }
+    std::vector<Scenario> scenarios;
+    {
+        std::stringstream ss(scenarios_arg);
+        std::string name;
+        while (std::getline(ss, name, ','))
+            if (const auto s = parse_scenario(name))
+                scenarios.push_back(*s);
+            else if (!name.empty()) {
+                std::cerr << "localsa-fleet-scale: unknown scenario '" << name << "'\n";
+                return 2;
+            }
+    }
+    if (nodes < 2 || nodes > 40000 || duration_s < 1 || warmup_s < 0) {
+        std::cerr << "localsa-fleet-scale: --nodes must be 2-40000, --duration-s >= 1\n";
+        return 2;
+    }
+    auto logger = spdlog::stderr_color_mt("fleet-scale");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::from_str(log_level));
+
+    FleetParams p;
+    p.nodes = nodes;
+    p.duration = std::chrono::seconds{duration_s};
+    p.warmup = std::chrono::seconds{warmup_s};
+    p.job_period = std::chrono::seconds{job_period_s};
+    p.event_at = std::chrono::seconds{event_at_s};
+    p.new_port_use = std::chrono::seconds{new_port_use_s};
+    p.second_job_after = std::chrono::seconds{second_job_after_s};
+    p.idle_target = std::chrono::seconds{idle_target_s};
+    p.master_latency = std::chrono::microseconds{latency_us};
+    p.capacity = capacity;
+    // localsad's defaults (the engine's config structs), but for what the options change.
+    if (ttl_s > 0)
+        p.local_sa.path_record.positive_ttl = std::chrono::seconds{ttl_s};
+    // As localsad sets it: a table answers for the TTL and the staleness bound after it came.
+    p.coherence.preload_validity = std::chrono::duration_cast<std::chrono::milliseconds>(
+        p.local_sa.path_record.positive_ttl + p.local_sa.path_record.max_staleness);
+    if (spread_ms >= 0)
+        p.coherence.spread = std::chrono::milliseconds{spread_ms};
+    if (idle_window_s >= 0)
+        p.coherence.idle_window = std::chrono::seconds{idle_window_s};
+    if (master_rate > 0)
+        p.local_sa.upstream.background_rate = static_cast<unsigned>(master_rate);
+    if (master_burst > 0)
+        p.local_sa.upstream.background_burst = static_cast<unsigned>(master_burst);
+
+    nlohmann::json out;
+    out["nodes"] = nodes;
+    out["capacity_qps"] = capacity;
+    out["config"] = {
+        {"path_ttl_s",
+         std::chrono::duration_cast<std::chrono::seconds>(p.local_sa.path_record.positive_ttl)
+             .count()},
+        {"idle_window_s",
+         std::chrono::duration_cast<std::chrono::seconds>(p.coherence.idle_window).count()},
+        {"spread_ms", p.coherence.spread.count()},
+        {"master_rate", p.local_sa.upstream.background_rate},
+        {"master_burst", p.local_sa.upstream.background_burst},
+        {"refresh_rate", p.coherence.refresh_rate},
+        {"subscription_check_s",
+         std::chrono::duration_cast<std::chrono::seconds>(p.coherence.subscription_check).count()}};
+    out["scenarios"] = nlohmann::json::array();
+    std::vector<std::string> missed;
+    for (const auto s : scenarios) {
+        const auto started = std::chrono::steady_clock::now();
+        nlohmann::json r;
+        {
+            Fleet fleet(p);
+            r = fleet.run(s);
+        }
+        r["wall_s"] =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        for (auto& m : missed_targets(r, capacity))
+            missed.push_back(std::move(m));
+        spdlog::info("{} N={}: {:.1f} queries/node/hour, peak {} q/s at {} s ({:.1f} s wall)",
+                     scenario_name(s), nodes,
+                     r["master"]["queries_per_node_per_hour"].get<double>(),
+                     r["master"]["peak_qps"].get<unsigned>(),
+                     r["master"]["peak_at_s"].get<unsigned>(), r["wall_s"].get<double>());
+        out["scenarios"].push_back(std::move(r));
+    }
+    out["missed_targets"] = missed;
+    if (out_file.empty()) {
+        std::cout << out.dump(1) << std::endl;
+    } else {
+        std::ofstream f(out_file);
+        f << out.dump(1) << "\n";
+    }
+    for (const auto& m : missed)
+        std::cerr << "localsa-fleet-scale: target missed: " << m << "\n";
+    return check && !missed.empty() ? 1 : 0;
+}

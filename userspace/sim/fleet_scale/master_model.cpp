@@ -1,0 +1,228 @@
+#include "sim/fleet_scale/master_model.hpp"
+
+#include "ib/class_port_info.hpp"
+#include "ib/constants.hpp"
+#include "ib/inform_info.hpp"
+#include "ib/notice.hpp"
+#include "ib/path_record.hpp"
+#include "ib/response.hpp"
+
+#include <algorithm>
+
+namespace localsa::fleet_scale {
+
+using namespace mad;
+
+const char* kind_name(QueryKind kind) {
+    switch (kind) {
+    case QueryKind::PathGet:
+        return "path_get";
+    case QueryKind::PathTable:
+        return "path_table";
+    case QueryKind::ClassPortInfo:
+        return "class_port_info";
+    case QueryKind::InformInfoSet:
+        return "inform_info_set";
+    case QueryKind::InformInfoRecord:
+        return "inform_info_record";
+    case QueryKind::Other:
+        break;
+    }
+    return "other";
+}
+
+void MasterModel::add_port(const Port& port) {
+    by_guid_[port.gid.guid()] = ports_.size();
+    by_lid_[port.lid] = ports_.size();
+    ports_.push_back(port);
+}
+
+void MasterModel::fail_over(std::uint16_t new_sm_lid) {
+    sm_lid_ = new_sm_lid;
+    subscribed_.clear();
+}
+
+std::vector<std::uint16_t> MasterModel::subscribers(std::uint16_t trap) const {
+    std::vector<std::uint16_t> out;
+    for (const auto& [lid, traps] : subscribed_)
+        if (traps.contains(trap))
+            out.push_back(lid);
+    return out;
+}
+
+std::size_t MasterModel::subscriptions_of(std::uint16_t lid) const {
+    const auto it = subscribed_.find(lid);
+    return it == subscribed_.end() ? 0 : it->second.size();
+}
+
+std::vector<std::uint8_t> MasterModel::report(std::uint16_t trap, const sa::Gid& subject,
+                                              std::uint64_t tid) const {
+    SaMad r;
+    r.header.method = method::kReport;
+    r.header.attr_id = attr::kNotice;
+    r.header.tid = tid;
+    sa::Notice n;
+    n.is_generic = true;
+    n.type = 4;          // informational
+    n.producer_type = 4; // class manager (the SM)
+    n.trap_number = trap;
+    n.issuer_lid = sm_lid_; // traps 64-67 are the SM's own
+    std::copy(subject.raw.begin(), subject.raw.end(), n.data_details.begin() + 6);
+    n.pack(r.data);
+    return r.pack();
+}
+
+const Port* MasterModel::source_of(const SaMad& q, std::uint16_t from_lid) const {
+    const auto pr = sa::PathRecord::unpack(q.data);
+    if (q.comp_mask & sa::pr_mask::kSgid) {
+        const auto it = by_guid_.find(pr.sgid.guid());
+        return it == by_guid_.end() ? nullptr : &ports_[it->second];
+    }
+    if (q.comp_mask & sa::pr_mask::kSlid) {
+        const auto it = by_lid_.find(pr.slid);
+        return it == by_lid_.end() ? nullptr : &ports_[it->second];
+    }
+    // OpenSM takes the requester's port as the source.
+    const auto it = by_lid_.find(from_lid);
+    return it == by_lid_.end() ? nullptr : &ports_[it->second];
+}
+
+std::vector<std::uint8_t> MasterModel::path_record(const Port& src, const Port& dst,
+                                                   std::uint16_t pkey, bool reversible) const {
+    // What OpenSM 3.3 answers on a fat tree without QoS: SL 0, MTU 2048 (4), 40 Gb/s (7),
+    // packet life 18 with their "exactly" selectors, hop limit 0 within the subnet.
+    sa::PathRecord r;
+    r.dgid = dst.gid;
+    r.sgid = src.gid;
+    r.dlid = dst.lid;
+    r.slid = src.lid;
+    r.reversible = reversible;
+    r.pkey = pkey;
+    r.mtu_selector = 2;
+    r.mtu = 4;
+    r.rate_selector = 2;
+    r.rate = 7;
+    r.packet_life_selector = 2;
+    r.packet_life = 18;
+    const auto b = r.bytes();
+    return {b.begin(), b.end()};
+}
+
+MasterAnswer MasterModel::path_get(const SaMad& q, std::uint16_t from_lid) {
+    MasterAnswer a{QueryKind::PathGet, {}, 0};
+    const auto pr = sa::PathRecord::unpack(q.data);
+    const auto* src = source_of(q, from_lid);
+    const Port* dst = nullptr;
+    if (q.comp_mask & sa::pr_mask::kDgid) {
+        const auto it = by_guid_.find(pr.dgid.guid());
+        dst = it == by_guid_.end() ? nullptr : &ports_[it->second];
+    } else if (q.comp_mask & sa::pr_mask::kDlid) {
+        const auto it = by_lid_.find(pr.dlid);
+        dst = it == by_lid_.end() ? nullptr : &ports_[it->second];
+    }
+    const auto request = q.pack();
+    if (!src || !dst) {
+        a.response = sa::make_error_response(request, status::kSaNoRecords);
+        return a;
+    }
+    const std::uint16_t pkey = (q.comp_mask & sa::pr_mask::kPKey) ? pr.pkey : 0xffff;
+    const bool reversible = !(q.comp_mask & sa::pr_mask::kReversible) || pr.reversible;
+    const auto rec = path_record(*src, *dst, pkey, reversible);
+    a.records = 1;
+    a.response = sa::make_records_response(request, sa::PathRecord::kSize, rec);
+    return a;
+}
+
+MasterAnswer MasterModel::path_table(const SaMad& q, std::uint16_t from_lid) {
+    MasterAnswer a{QueryKind::PathTable, {}, 0};
+    const auto pr = sa::PathRecord::unpack(q.data);
+    const auto* src = source_of(q, from_lid);
+    const auto request = q.pack();
+    if (!src) {
+        a.response = sa::make_error_response(request, status::kSaNoRecords);
+        return a;
+    }
+    const std::uint16_t pkey = (q.comp_mask & sa::pr_mask::kPKey) ? pr.pkey : 0xffff;
+    // Every port of the partition, this one included, one reversible path each: OpenSM's
+    // GetTable for a source GID (pr_rcv_get_port_pair_paths over all ports).
+    std::vector<std::uint8_t> records;
+    records.reserve(ports_.size() * sa::PathRecord::kSize);
+    for (const auto& dst : ports_) {
+        const auto rec = path_record(*src, dst, pkey, true);
+        records.insert(records.end(), rec.begin(), rec.end());
+    }
+    a.records = ports_.size();
+    // In process the whole RMPP payload arrives as one buffer (what the kernel's RMPP layer
+    // hands over once it has reassembled the segments): 56 + n x 64 bytes.
+    a.response = sa::make_records_response(request, sa::PathRecord::kSize, records);
+    return a;
+}
+
+MasterAnswer MasterModel::answer(const std::vector<std::uint8_t>& request, std::uint16_t from_lid) {
+    const auto q = SaMad::unpack(request);
+    if (!q)
+        return {QueryKind::Other, {}, 0};
+    const auto m = q->header.method;
+    switch (q->header.attr_id) {
+    case attr::kPathRecord:
+        if (m == method::kGet)
+            return path_get(*q, from_lid);
+        if (m == method::kGetTable)
+            return path_table(*q, from_lid);
+        break;
+    case attr::kClassPortInfo: {
+        if (m != method::kGet)
+            break;
+        sa::ClassPortInfo cpi;
+        cpi.capability_mask = 0x2602; // OpenSM 3.3: traps, options, multicast, ... (no QoS)
+        cpi.resp_time_value = 18;
+        std::vector<std::uint8_t> data(sa::ClassPortInfo::kSize);
+        cpi.pack(data);
+        return {QueryKind::ClassPortInfo,
+                sa::make_records_response(request, sa::ClassPortInfo::kSize, data), 0};
+    }
+    case attr::kInformInfo: {
+        if (m != method::kSet)
+            break;
+        const auto info = sa::InformInfo::unpack(q->data);
+        auto& traps = subscribed_[from_lid];
+        if (info.subscribe)
+            traps.insert(info.trap_number);
+        else
+            traps.erase(info.trap_number);
+        // OpenSM answers a Set with the InformInfo it was given (GetResp, status 0).
+        return {
+            QueryKind::InformInfoSet,
+            sa::make_records_response(request, sa::InformInfo::kSize,
+                                      Bytes{request}.subspan(kSaHeaderSize, sa::InformInfo::kSize)),
+            0};
+    }
+    case attr::kInformInfoRecord: {
+        if (m != method::kGet)
+            break;
+        // SubscriberGID selects: OpenSM's answer to a Get is NO_RECORDS, the record, or
+        // TOO_MANY_RECORDS. The record's content is not read by the asker.
+        const sa::Gid subscriber = [&] {
+            sa::Gid g;
+            std::copy_n(q->data.begin(), 16, g.raw.begin());
+            return g;
+        }();
+        const auto it = by_guid_.find(subscriber.guid());
+        const auto held = it == by_guid_.end() ? 0 : subscriptions_of(ports_[it->second].lid);
+        if (held == 0)
+            return {QueryKind::InformInfoRecord,
+                    sa::make_error_response(request, status::kSaNoRecords), 0};
+        if (held > 1)
+            return {QueryKind::InformInfoRecord,
+                    sa::make_error_response(request, status::kSaTooManyRecords), 0};
+        std::vector<std::uint8_t> rec(80);
+        std::copy_n(q->data.begin(), 16, rec.begin());
+        return {QueryKind::InformInfoRecord, sa::make_records_response(request, 80, rec), 0};
+    }
+    default:
+        break;
+    }
+    return {QueryKind::Other, sa::make_error_response(request, status::kSaReqInvalid), 0};
+}
+
+} // namespace localsa::fleet_scale
