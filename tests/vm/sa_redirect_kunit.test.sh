@@ -18,6 +18,7 @@ if [[ ${1:-} != --guest ]]; then
     exit $rc
 fi
 set +e
+VM_FABRIC_DIR=${VM_FABRIC_DIR:-/tmp/vm-fabric}  # no fabric: finish() looks there on failure
 # shellcheck source=tests/vm/lib/vm-checks.sh
 . "$(dirname "$0")/lib/vm-checks.sh"
 
@@ -29,6 +30,8 @@ echo "kernel $(uname -r), $ncases cases in the suite"
 check "the suite has cases" test "$ncases" -gt 0
 check "the series is built with KUnit" test -d /sys/kernel/debug/kunit
 check "loading sa_redirect_test runs the suite" modprobe sa_redirect_test
+# built with KUNIT_DEFAULT_ENABLED off (allnoconfig): scripts/vm boots it with kunit.enable=1
+check "KUnit is enabled" bash -c '! dmesg | grep -q "kunit: disabled"'
 results=/sys/kernel/debug/kunit/ib_sa_redirect/results
 check "debugfs has the suite's results" test -r "$results"
 echo "--- $results"
@@ -38,12 +41,14 @@ echo "---"
 for c in $cases; do
     check "case $c passed" grep -qE "^[[:space:]]+ok [0-9]+ $c\$" "$results"
 done
-eq "cases reported" "$(grep -cE '^[[:space:]]+(not )?ok [0-9]+ ib_sa_redirect_test_' "$results")" "$ncases"
-eq "cases failed" "$(grep -cE '^[[:space:]]*not ok ' "$results")" 0
-eq "cases skipped" "$(grep -ciE '# SKIP' "$results")" 0
+eq "cases reported" "$ncases" "$(grep -cE '^[[:space:]]+(not )?ok [0-9]+ ib_sa_redirect_test_' "$results")"
+eq "cases failed" 0 "$(grep -cE '^[[:space:]]*not ok ' "$results")"
+eq "cases skipped" 0 "$(grep -ciE '# SKIP' "$results")"
 check "the suite passed" grep -qE '^ok [0-9]+ ib_sa_redirect$' "$results"
 # the kernel log's KTAP has the suite's totals
 check "kernel log: pass:$ncases fail:0 skip:0 total:$ncases" \
     bash -c "dmesg | grep -q '# ib_sa_redirect: pass:$ncases fail:0 skip:0 total:$ncases'"
+echo "--- the suite's KTAP in the kernel log"
+dmesg | sed -n '/# Subtest: ib_sa_redirect/,/ok [0-9]* ib_sa_redirect$/p'
 check "unload" rmmod sa_redirect_test
 finish
