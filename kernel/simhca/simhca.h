@@ -173,6 +173,7 @@ int simhca_query_gid(struct ib_device *ibdev, u32 port, int index,
 /* simhca_cdev.c */
 int simhca_cdev_register(struct simhca_dev *sdev);
 void simhca_cdev_unregister(struct simhca_dev *sdev);
+void simhca_relay_init(struct simhca_dev *sdev);
 void simhca_relay_queue(struct simhca_dev *sdev, const struct simhca_msg *msg);
 
 #endif /* SIMHCA_H */

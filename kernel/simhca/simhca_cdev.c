@@ -198,13 +198,20 @@ static const struct file_operations simhca_fops = {
 	.poll = simhca_poll,
 };
 
-int simhca_cdev_register(struct simhca_dev *sdev)
+/*
+ * The relay's queue exists before the device is registered: registering it
+ * already sends (ib_cm sets port capabilities through simhca_modify_port()).
+ */
+void simhca_relay_init(struct simhca_dev *sdev)
 {
 	mutex_init(&sdev->relay_mutex);
 	spin_lock_init(&sdev->tx_lock);
 	INIT_LIST_HEAD(&sdev->tx_queue);
 	init_waitqueue_head(&sdev->tx_wait);
+}
 
+int simhca_cdev_register(struct simhca_dev *sdev)
+{
 	snprintf(sdev->misc_name, sizeof(sdev->misc_name), "simhca%d",
 		 sdev->index);
 	sdev->misc.minor = MISC_DYNAMIC_MINOR;

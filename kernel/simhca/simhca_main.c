@@ -27,6 +27,7 @@ static struct simhca_dev *simhca_add(int index)
 
 	sdev->index = index;
 	spin_lock_init(&sdev->qp_lock);
+	simhca_relay_init(sdev);
 	simhca_port_init(sdev);
 
 	sdev->ibdev.node_type = RDMA_NODE_IB_CA;

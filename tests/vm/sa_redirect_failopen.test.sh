@@ -6,11 +6,12 @@
 # Set is not sent twice), the probes of a fixed target LID, stale decisions, a device
 # rename, an SM LID of 0 and the removal of the device while probing.
 # Boots through scripts/vm (no ibsim fabric: simhca and the stub are started by the checks).
+# vm-lines: 6.1 6.12 6.12-debug
 set -euo pipefail
-LINE=${1:?usage: $0 6.1|6.12}
+LINE=${1:?usage: $0 6.1|6.12|6.12-debug}
 cd "$(dirname "$0")/../.."
 export LOCALSA_STUB=$PWD/tests/vm/lib/sa_stub.py
-scripts/vm run --kernel "$LINE" --no-fabric --timeout 500 \
+scripts/vm run --kernel "$LINE" --no-fabric --timeout "${LOCALSA_VM_TIMEOUT:-500}" \
     --modparam 'ib_core:sa_redirect=*:*=self' \
     --modparam ib_core:sa_redirect_timeout_ms=200 \
     --modparam ib_core:sa_redirect_probe_ms=1000 \

@@ -26,6 +26,27 @@ enum ib_sa_redirect_outcome {
 	IB_SA_REDIRECT_SEND_FAILED,
 };
 
+/* from the 6.12 series' KUnit patch on, the table's types are in sa.h */
+#ifdef SHIM_SA_H_REDIRECT_TYPES
+#define IB_SA_REDIRECT_MAX_ENTRIES	16
+
+struct ib_sa_redirect_entry {
+	char dev[IB_DEVICE_NAME_MAX];
+	u32 port;
+	u16 lid;
+};
+
+struct ib_sa_redirect_table {
+	unsigned int num;
+	struct ib_sa_redirect_entry entry[IB_SA_REDIRECT_MAX_ENTRIES];
+};
+
+struct ib_sa_redirect_span {
+	const char *s;
+	int len;
+};
+#endif
+
 enum ib_sa_redirect_kind ib_sa_redirect_lookup(const char *dev, u32 port, u16 *lid);
 unsigned int ib_sa_redirect_timeout_ms(void);
 unsigned int ib_sa_redirect_probe_ms(void);
