@@ -1,0 +1,72 @@
+// What coherence is told (CoherenceConfig) and what it acts on (Parts), shared by its jobs:
+// the subscriptions, the preload, the refresh and the port watch.
+#pragma once
+
+#include "engine/cache/path_cache.hpp"
+#include "engine/cache/preload_table.hpp"
+#include "engine/clock.hpp"
+#include "engine/counters.hpp"
+#include "engine/handlers/class_port_info_service.hpp"
+#include "engine/handlers/inform_info_service.hpp"
+#include "engine/handlers/path_record_service.hpp"
+#include "engine/upstream/upstream_client.hpp"
+#include "ib/notice.hpp"
+#include "transport/transport.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace localsa::coherence {
+
+struct CoherenceConfig {
+    bool subscribe = true;
+    // How often the port's attributes are read (LID, SM LID, state, PKeys).
+    std::chrono::milliseconds port_poll{1000};
+    // Refresh queries sent to the master per second at most, so a refresh never bursts.
+    unsigned refresh_rate = 200;
+    // Subscriptions the master did not confirm are tried again after this long.
+    std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
+    // How often the master is asked whether it still holds this port's subscriptions
+    // (Get(InformInfoRecord, SubscriberGID = own)). A restarted or failed-over SM forgets them
+    // and, on the same LID, leaves nothing the port poll could see. Zero: never.
+    std::chrono::milliseconds subscription_check{std::chrono::seconds{60}};
+    // Preload: GetTable(PathRecord, SGID = own port, PKey) at start and after this port's own
+    // resync; a table is used for `validity` after it arrived (what it answered stays cached
+    // while used). A table that answered since it came (a hit, or an answer refreshed from it)
+    // is asked again once 0.8 TTL old, before the answers taken from it fall due: they are
+    // then refreshed from the new table, without a query each; an unused table is left to
+    // expire. Needs RMPP (not under umad2sim).
+    bool preload = true;
+    std::chrono::milliseconds preload_validity{std::chrono::minutes{10}};
+    // The preload at start and the background part of a resync (re-subscribe, preload) wait a
+    // random delay up to this long, so that the nodes of a fabric, which see an SM change or a
+    // reboot at the same moment, do not reach the new master together.
+    std::chrono::milliseconds spread{std::chrono::seconds{30}};
+    // An answer not used for this long is dropped at its refresh time instead of refreshed;
+    // zero: one not used since it was stored or last refreshed (one TTL).
+    std::chrono::milliseconds idle_window{0};
+    // The per-try wait of a preload GetTable: its RMPP transfer takes longer with every record
+    // (a fabric of thousands of ports sends hundreds of segments), so it is sized by the table.
+    std::chrono::milliseconds try_timeout{200};
+};
+
+// The parts of one local SA that coherence acts on (LocalSa::coherence_parts() hands them out),
+// rather than the whole LocalSa: what it may touch is written here.
+struct Parts {
+    // The local SA's clock: coherence reads the time and arms its timers on it too.
+    Clock& clock;
+    transport::MadTransport& transport;
+    Counters& counters;
+    cache::PathCache& cache;
+    cache::PreloadTable& preload;
+    upstream::UpstreamClient& upstream;
+    sa::PathRecordService& path_records;
+    sa::ClassPortInfoService& class_port_info;
+    // Where clients' subscriptions are held at the master (set_master).
+    sa::InformInfoService& inform_info;
+    // Registers the handler of the master's Reports (after they were acknowledged).
+    std::function<void(std::function<void(const sa::Notice&, std::uint64_t tid)>)> on_report;
+};
+
+} // namespace localsa::coherence
