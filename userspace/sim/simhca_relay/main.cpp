@@ -80,10 +80,10 @@ int main(int argc, char** argv) {
         relay.run(stop_fd);
         const auto& c = relay.counters();
         spdlog::info(
-            "stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates, "
-            "{} + {} dropped by loss injection, {} SA answers delayed",
-            c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.dropped_to_fabric,
-            c.dropped_to_kernel, c.delayed_to_kernel);
+            "stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates "
+            "({} port reads late), {} + {} dropped by loss injection, {} SA answers delayed",
+            c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.port_reads_late,
+            c.dropped_to_fabric, c.dropped_to_kernel, c.delayed_to_kernel);
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         return 1;

@@ -36,6 +36,7 @@ struct Counters {
     std::uint64_t to_kernel = 0;
     std::uint64_t undeliverable = 0;
     std::uint64_t port_updates = 0;
+    std::uint64_t port_reads_late = 0; // ibsim too busy to answer a port read in time
     std::uint64_t dropped_to_fabric = 0;
     std::uint64_t dropped_to_kernel = 0;
     std::uint64_t delayed_to_kernel = 0;

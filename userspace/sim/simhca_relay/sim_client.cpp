@@ -97,6 +97,11 @@ SimClient::~SimClient() {
 }
 
 void SimClient::ctl(std::uint32_t type, void* data, std::uint32_t len) {
+    // An answer that came after its request timed out would be read as the answer to this one:
+    // drop what is pending first, and anything not answering this request's type below.
+    ibsim::Ctl r{};
+    while (::recv(ctl_fd_, &r, sizeof r, MSG_DONTWAIT) > 0)
+        ++late_answers_;
     ibsim::Ctl c{};
     c.magic = ibsim::kMagic;
     c.clientid = client_id_ < 0 ? 0 : static_cast<std::uint32_t>(client_id_);
@@ -106,10 +111,17 @@ void SimClient::ctl(std::uint32_t type, void* data, std::uint32_t len) {
         std::memcpy(c.data, data, len);
     if (::send(ctl_fd_, &c, sizeof c, 0) != sizeof c)
         throw std::runtime_error("ibsim ctl send: " + std::string(std::strerror(errno)));
-    ibsim::Ctl r{};
-    if (::recv(ctl_fd_, &r, sizeof r, 0) != sizeof r)
-        throw std::runtime_error("ibsim ctl: no answer (" + std::string(std::strerror(errno)) +
-                                 ")");
+    for (;;) {
+        if (::recv(ctl_fd_, &r, sizeof r, 0) != sizeof r) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                throw CtlTimeout("ibsim ctl " + std::to_string(type) + ": no answer within 2 s");
+            throw std::runtime_error("ibsim ctl: no answer (" + std::string(std::strerror(errno)) +
+                                     ")");
+        }
+        if (r.type == type || r.type == ibsim::kCtlError)
+            break;
+        ++late_answers_; // the answer to an earlier request that timed out
+    }
     if (r.type == ibsim::kCtlError)
         throw std::runtime_error("ibsim ctl " + std::to_string(type) + " refused");
     if (len)

@@ -6,9 +6,16 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace simhca_relay {
+
+// ibsim did not answer a control request in time (it is busy: a large fabric in a slow
+// guest). Not fatal: the request may be made again.
+class CtlTimeout : public std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 class SimClient {
 public:
@@ -33,12 +40,17 @@ public:
     std::array<std::uint16_t, 32> pkeys(); // host order
     void set_issm(bool on);
 
+    // Control answers that came after their request timed out, dropped.
+    std::uint64_t late_answers() const { return late_answers_; }
+
     bool send(const ibsim::Packet& p);
     // Non-blocking; nullopt when nothing is pending.
     std::optional<ibsim::Packet> receive();
 
 private:
     void ctl(std::uint32_t type, void* data, std::uint32_t len);
+
+    std::uint64_t late_answers_ = 0;
 
     std::string basename_;
     std::string node_;
