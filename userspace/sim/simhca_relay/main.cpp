@@ -81,9 +81,11 @@ int main(int argc, char** argv) {
         const auto& c = relay.counters();
         spdlog::info(
             "stopped: {} MADs to the fabric, {} to the kernel, {} undeliverable, {} port updates "
-            "({} port reads late), {} + {} dropped by loss injection, {} SA answers delayed",
+            "({} port reads late), {} + {} dropped by loss injection, {} SA answers delayed, "
+            "{} waited for ibsim (queue up to {}, {} dropped when full)",
             c.to_fabric, c.to_kernel, c.undeliverable, c.port_updates, c.port_reads_late,
-            c.dropped_to_fabric, c.dropped_to_kernel, c.delayed_to_kernel);
+            c.dropped_to_fabric, c.dropped_to_kernel, c.delayed_to_kernel, c.to_fabric_waited,
+            c.to_fabric_queue_max, c.to_fabric_overflow);
     } catch (const std::exception& e) {
         spdlog::error("{}", e.what());
         return 1;

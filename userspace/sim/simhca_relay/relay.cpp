@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,8 @@ constexpr int kPathRecordAttr = 0x0035;
 // QP1's well-known Q_Key (IBA 13.5.3.3); a MAD to QP0 carries none. (Test equipment below the
 // engine's layer: it does not include the codec's ib/constants.hpp.)
 constexpr std::uint32_t kGsiQkey = 0x80010000;
+// MADs held for ibsim at most (a few MB): far more than the kernel's MAD layer has in flight.
+constexpr std::size_t kToFabricQueueMax = 16384;
 
 std::uint16_t wire_lid(std::uint32_t field) {
     return ntohs(static_cast<std::uint16_t>(field));
@@ -37,7 +40,15 @@ std::string errno_text() {
 
 Relay::Relay(Options opts)
     : opts_(std::move(opts)), tids_(0), loss_(opts_.drop_rate, opts_.drop_seed) {
-    dev_fd_ = ::open(opts_.device.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (opts_.device_fd >= 0) {
+        dev_fd_ = opts_.device_fd;
+        if (::fcntl(dev_fd_, F_SETFL, ::fcntl(dev_fd_, F_GETFL) | O_NONBLOCK) < 0) {
+            ::close(dev_fd_);
+            throw std::runtime_error(opts_.device + ": " + errno_text());
+        }
+    } else {
+        dev_fd_ = ::open(opts_.device.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    }
     if (dev_fd_ < 0)
         throw std::runtime_error("open " + opts_.device + ": " + errno_text());
     try {
@@ -103,9 +114,45 @@ void Relay::from_device() {
         tids_.outgoing(p.mad);
         spdlog::trace("-> dlid {} dqp {} class 0x{:02x} method 0x{:02x} attr 0x{:04x}", m.mad.dlid,
                       m.mad.dqpn, p.mad[1], p.mad[3], p.mad[16] << 8 | p.mad[17]);
-        if (!sim_->send(p))
+        to_fabric(p);
+    }
+}
+
+void Relay::to_fabric(const ibsim::Packet& p) {
+    if (to_fabric_queue_.empty()) {
+        switch (sim_->try_send(p)) {
+        case SimClient::SendResult::sent:
+            ++counters_.to_fabric;
+            return;
+        case SimClient::SendResult::failed:
             throw std::runtime_error("ibsim send: " + errno_text());
-        ++counters_.to_fabric;
+        case SimClient::SendResult::busy:
+            break;
+        }
+    }
+    if (to_fabric_queue_.size() >= kToFabricQueueMax) {
+        // what a congested link does: the MAD layer's retries and timeouts take it from here
+        ++counters_.to_fabric_overflow;
+        return;
+    }
+    to_fabric_queue_.push_back(p);
+    ++counters_.to_fabric_waited;
+    counters_.to_fabric_queue_max =
+        std::max(counters_.to_fabric_queue_max, to_fabric_queue_.size());
+}
+
+void Relay::flush_to_fabric() {
+    while (!to_fabric_queue_.empty()) {
+        switch (sim_->try_send(to_fabric_queue_.front())) {
+        case SimClient::SendResult::sent:
+            ++counters_.to_fabric;
+            to_fabric_queue_.pop_front();
+            continue;
+        case SimClient::SendResult::failed:
+            throw std::runtime_error("ibsim send: " + errno_text());
+        case SimClient::SendResult::busy:
+            return;
+        }
     }
 }
 
@@ -180,7 +227,9 @@ void Relay::write_counters() const {
         out << "to_fabric " << counters_.to_fabric << "\nto_kernel " << counters_.to_kernel
             << "\nsa_requests_to_fabric " << counters_.sa_requests_to_fabric
             << "\npr_requests_to_fabric " << counters_.pr_requests_to_fabric
-            << "\ndelayed_to_kernel " << counters_.delayed_to_kernel << "\n";
+            << "\ndelayed_to_kernel " << counters_.delayed_to_kernel << "\nto_fabric_waited "
+            << counters_.to_fabric_waited << "\nto_fabric_overflow " << counters_.to_fabric_overflow
+            << "\n";
     }
     if (std::rename(tmp.c_str(), opts_.counters_file.c_str()) != 0)
         spdlog::warn("rename {}: {}", tmp, errno_text());
@@ -233,8 +282,9 @@ void Relay::mirror_port() {
 void Relay::run(int stop_fd) {
     auto next_poll = std::chrono::steady_clock::now();
     for (;;) {
+        const short to_ibsim = to_fabric_queue_.empty() ? 0 : POLLOUT;
         pollfd fds[4] = {{dev_fd_, POLLIN, 0},
-                         {sim_->data_fd(), POLLIN, 0},
+                         {sim_->data_fd(), static_cast<short>(POLLIN | to_ibsim), 0},
                          {-1, POLLIN, 0},
                          {stop_fd, POLLIN, 0}};
         if (is_sm_)
@@ -251,8 +301,10 @@ void Relay::run(int stop_fd) {
         if (n > 0) {
             if (fds[0].revents & (POLLERR | POLLHUP))
                 throw std::runtime_error(opts_.device + " closed");
-            if (fds[1].revents)
+            if (fds[1].revents & (POLLIN | POLLERR | POLLHUP))
                 from_fabric(*sim_);
+            if (fds[1].revents & POLLOUT)
+                flush_to_fabric();
             if (fds[2].revents && is_sm_)
                 from_fabric(*is_sm_);
             if (fds[0].revents & POLLIN)

@@ -16,7 +16,10 @@
 namespace simhca_relay {
 
 struct Options {
-    std::string device;       // /dev/simhcaN
+    std::string device; // /dev/simhcaN
+    // An already open device (tests: one end of a SOCK_SEQPACKET pair standing in for
+    // /dev/simhcaN); the relay owns it. -1: open `device`.
+    int device_fd = -1;
     std::string node;         // ibsim node name
     std::string sim_basename; // ibsim socket name space
     int poll_ms = 100;        // PortInfo mirror period
@@ -42,6 +45,9 @@ struct Counters {
     std::uint64_t delayed_to_kernel = 0;
     std::uint64_t sa_requests_to_fabric = 0; // what the node asks of the master SA
     std::uint64_t pr_requests_to_fabric = 0; // ... of which PathRecord queries
+    std::uint64_t to_fabric_waited = 0;      // MADs that waited for room in ibsim's queue
+    std::uint64_t to_fabric_overflow = 0;    // ... dropped: the wait queue was full
+    std::size_t to_fabric_queue_max = 0;     // the longest the wait queue was
 };
 
 class Relay {
@@ -58,6 +64,8 @@ public:
 
 private:
     void from_device();
+    void to_fabric(const ibsim::Packet& p);
+    void flush_to_fabric();
     void from_fabric(SimClient& c);
     void mirror_port();
     void set_local_capmask(std::uint32_t mask);
@@ -80,6 +88,10 @@ private:
     // SA answers held by the slow-master injection, in the order they are due (one delay for
     // all: arrival order is due order).
     std::deque<std::pair<std::chrono::steady_clock::time_point, simhca_msg>> delayed_;
+    // MADs for ibsim while its queue for us is full. Sending never blocks: ibsim writes to us
+    // until we read, and a relay blocked on ibsim while ibsim is blocked on the relay stops the
+    // whole fabric (OpenSM's own SMPs included).
+    std::deque<ibsim::Packet> to_fabric_queue_;
 };
 
 } // namespace simhca_relay

@@ -163,6 +163,17 @@ bool SimClient::send(const ibsim::Packet& p) {
     }
 }
 
+SimClient::SendResult SimClient::try_send(const ibsim::Packet& p) {
+    for (;;) {
+        if (::send(data_fd_, &p, sizeof p, MSG_DONTWAIT) == sizeof p)
+            return SendResult::sent;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return SendResult::busy;
+        if (errno != EINTR)
+            return SendResult::failed;
+    }
+}
+
 std::optional<ibsim::Packet> SimClient::receive() {
     ibsim::Packet p{};
     const ssize_t n = ::recv(data_fd_, &p, sizeof p, MSG_DONTWAIT);

@@ -43,7 +43,13 @@ public:
     // Control answers that came after their request timed out, dropped.
     std::uint64_t late_answers() const { return late_answers_; }
 
+    // Blocks while ibsim's queue for this client is full.
     bool send(const ibsim::Packet& p);
+    enum class SendResult { sent, busy, failed };
+    // Never blocks: busy when ibsim's queue for this client is full (poll data_fd() for
+    // POLLOUT). ibsim writes to a client until the client reads, so a client that receives
+    // while it sends must not block here.
+    SendResult try_send(const ibsim::Packet& p);
     // Non-blocking; nullopt when nothing is pending.
     std::optional<ibsim::Packet> receive();
 
