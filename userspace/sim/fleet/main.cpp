@@ -12,11 +12,11 @@
 //             Coherence), then the job through them. Needs RMPP: a real umad port (vm tier).
 // The answers to the ranks go back in-process (in place of each node's kernel redirect).
 // Prints one JSON document with the results of every phase.
-#include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
+#include "sim/fleet/preload_phase.hpp"
 #include "sim/fleet/query_engine.hpp"
 #include "sim/fleet/shared_port.hpp"
 #include "transport/umad/umad_transport.hpp"
@@ -363,8 +363,8 @@ int main(int argc, char** argv) {
         // 2. The local SAs, one per rank, created only if a phase uses them.
         std::vector<std::unique_ptr<fleet::NodeTransport>> transports;
         std::vector<std::unique_ptr<LocalSa>> sas;
-        // The preload phase's coherence parts, one per LocalSa (they go before the LocalSas).
-        std::vector<std::unique_ptr<coherence::Coherence>> coherences;
+        // The preload phase's Coherence per LocalSa (it goes before the LocalSas).
+        std::unique_ptr<fleet::PreloadPhase> preload_phase;
         const bool want_sas = std::any_of(phases.begin(), phases.end(),
                                           [](const auto& p) { return p != "baseline"; });
         if (want_sas) {
@@ -437,40 +437,20 @@ int main(int argc, char** argv) {
             nlohmann::json preload_json;
             if (phase == "preload") {
                 // A cold start with preload: empty caches, then every node's table (localsad's
-                // start-up preload: no subscriptions, no spread delay), then the job.
-                coherences.clear();
+                // start-up preload, without subscriptions), then the job.
+                std::vector<LocalSa*> nodes_sas;
                 for (auto& sa : sas)
-                    sa->flush();
-                coherence::CoherenceConfig ccfg;
-                ccfg.subscribe = false;
-                ccfg.subscription_check = std::chrono::milliseconds{0};
-                ccfg.spread = std::chrono::milliseconds{0};
-                ccfg.port_poll = std::chrono::hours{1}; // a fleet node's port never changes
-                ccfg.preload = true;
+                    nodes_sas.push_back(sa.get());
+                preload_phase =
+                    std::make_unique<fleet::PreloadPhase>(io.get_executor(), std::move(nodes_sas));
                 const auto t0 = std::chrono::steady_clock::now();
                 const auto tx0 = sum_counters(sas).preload_transactions;
-                for (auto& sa : sas) {
-                    coherences.push_back(std::make_unique<coherence::Coherence>(
-                        io.get_executor(), sa->coherence_parts(), ccfg));
-                    coherences.back()->start();
-                }
-                auto states = [&] {
-                    std::map<std::string, std::size_t> count;
-                    for (auto& c : coherences) {
-                        nlohmann::json j;
-                        c->add_stats(j);
-                        ++count[j.value("preload_state", std::string("?"))];
-                    }
-                    return count;
-                };
+                preload_phase->start();
                 const auto deadline = t0 + std::chrono::seconds{preload_wait_s};
                 io.restart();
-                auto st = states();
-                while (st["waiting"] + st["loading"] + st["idle"] > 0 &&
-                       std::chrono::steady_clock::now() < deadline) {
+                while (!preload_phase->finished() && std::chrono::steady_clock::now() < deadline)
                     io.run_for(std::chrono::milliseconds{200});
-                    st = states();
-                }
+                const auto st = preload_phase->states();
                 std::size_t paths = 0;
                 for (auto& sa : sas)
                     paths += sa->preload().size();
@@ -563,7 +543,7 @@ int main(int argc, char** argv) {
             f << out.dump(1) << "\n";
         }
         // The LocalSas go before the transports and the port they use.
-        coherences.clear();
+        preload_phase.reset();
         sas.clear();
         transports.clear();
         bool all_ok = true;
