@@ -9,7 +9,8 @@
 //   warm      the same again (answered from the caches);
 //   preload   caches emptied, each LocalSa preloads its node's table as localsad does at start
 //             (one GetTable(PathRecord, SGID = the node's GID) per PKey, through coherence::
-//             Coherence), then the job through them. Needs RMPP: a real umad port (vm tier).
+//             Coherence), the nodes' starts paced by the shared port (fleet::PreloadPhase),
+//             then the job through them. Needs RMPP: a real umad port (vm tier).
 // The answers to the ranks go back in-process (in place of each node's kernel redirect).
 // Prints one JSON document with the results of every phase.
 #include "engine/local_sa.hpp"
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
          up_retries = engine_defaults.upstream.retries,
          up_outstanding = static_cast<long>(engine_defaults.upstream.max_outstanding);
     std::size_t cache_max_entries = engine_defaults.cache_max_entries;
-    long master_pid = 0, preload_wait_s = 600;
+    long master_pid = 0, preload_wait_s = 600, preload_at_once = -1;
 
     po::options_description opts(
         "Usage: localsa-fleet --nodes FILE [options]\n\n"
@@ -217,7 +218,11 @@ int main(int argc, char** argv) {
         "the master SM's pid: its CPU seconds (/proc) around every phase")(
         "preload-wait-s", po::value(&preload_wait_s)->default_value(preload_wait_s),
         "the preload phase waits this long at most for every node's table")(
-        "json", po::value(&out_file), "write the JSON here instead of stdout")(
+        "preload-at-once", po::value(&preload_at_once),
+        "nodes preloading at the same time at most (default: --max-in-flight, each GetTable "
+        "then goes on the wire when its try starts; 0: all at once, their tries run out while "
+        "they wait in the shared port's queue)")("json", po::value(&out_file),
+                                                 "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
     po::variables_map vm;
     try {
@@ -441,8 +446,10 @@ int main(int argc, char** argv) {
                 std::vector<LocalSa*> nodes_sas;
                 for (auto& sa : sas)
                     nodes_sas.push_back(sa.get());
-                preload_phase =
-                    std::make_unique<fleet::PreloadPhase>(io.get_executor(), std::move(nodes_sas));
+                preload_phase = std::make_unique<fleet::PreloadPhase>(
+                    io.get_executor(), clock, std::move(nodes_sas),
+                    preload_at_once < 0 ? max_in_flight
+                                        : static_cast<std::size_t>(preload_at_once));
                 const auto t0 = std::chrono::steady_clock::now();
                 const auto tx0 = sum_counters(sas).preload_transactions;
                 preload_phase->start();
@@ -460,6 +467,7 @@ int main(int argc, char** argv) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
                     {"transactions", sum_counters(sas).preload_transactions - tx0},
                     {"states", st},
+                    {"at_once_max", preload_phase->max_preloading_seen()},
                     {"paths", paths},
                     {"master_pr_queries", before >= 0 && mid >= 0 ? mid - before : -1},
                     {"master_cpu_s", cpu0 >= 0 ? cpu_seconds(master_pid) - cpu0 : -1.0}};

@@ -1,9 +1,23 @@
 #include "sim/fleet/preload_phase.hpp"
 
+#include <algorithm>
+
 namespace localsa::fleet {
 
-PreloadPhase::PreloadPhase(boost::asio::any_io_executor executor, std::vector<LocalSa*> sas)
-    : executor_(std::move(executor)), sas_(std::move(sas)) {}
+namespace {
+bool ended(const coherence::Coherence& c) {
+    const auto& state = c.preload_state();
+    return state == "done" || state == "partial";
+}
+// How often waiting nodes look for a free place: short against a table's transfer (~0.1 s on
+// a fabric, ~0.7 s in a TCG guest), so the port stays busy.
+constexpr std::chrono::milliseconds kAdmitPoll{10};
+} // namespace
+
+PreloadPhase::PreloadPhase(boost::asio::any_io_executor executor, Clock& clock,
+                           std::vector<LocalSa*> sas, std::size_t at_once)
+    : executor_(executor), sas_(std::move(sas)), at_once_(at_once ? at_once : sas_.size()),
+      admit_timer_(clock, executor) {}
 
 coherence::CoherenceConfig PreloadPhase::coherence_config() {
     coherence::CoherenceConfig c;
@@ -16,22 +30,38 @@ coherence::CoherenceConfig PreloadPhase::coherence_config() {
 }
 
 void PreloadPhase::start() {
+    admit_timer_.cancel();
+    preloading_.clear();
     coherences_.clear();
-    for (auto* sa : sas_) {
+    max_preloading_seen_ = 0;
+    for (auto* sa : sas_)
         sa->flush();
+    admit();
+}
+
+void PreloadPhase::admit() {
+    std::erase_if(preloading_, [](const coherence::Coherence* c) { return ended(*c); });
+    while (preloading_.size() < at_once_ && coherences_.size() < sas_.size()) {
+        auto* sa = sas_[coherences_.size()];
         coherences_.push_back(std::make_unique<coherence::Coherence>(
             executor_, sa->coherence_parts(), coherence_config()));
         coherences_.back()->start();
+        preloading_.push_back(coherences_.back().get());
     }
+    max_preloading_seen_ = std::max(max_preloading_seen_, preloading_.size());
+    if (coherences_.size() == sas_.size())
+        return; // every node started
+    admit_timer_.expires_after(kAdmitPoll);
+    admit_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec)
+            admit();
+    });
 }
 
 bool PreloadPhase::finished() const {
-    std::size_t ended = 0;
-    for (const auto& c : coherences_) {
-        const auto& state = c->preload_state();
-        ended += state == "done" || state == "partial";
-    }
-    return ended == sas_.size();
+    return coherences_.size() == sas_.size() &&
+           std::all_of(coherences_.begin(), coherences_.end(),
+                       [](const auto& c) { return ended(*c); });
 }
 
 std::map<std::string, std::size_t> PreloadPhase::states() const {
