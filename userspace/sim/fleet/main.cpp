@@ -435,6 +435,7 @@ int main(int argc, char** argv) {
                 for (auto& sa : sas) // cold: also after a phase that filled the caches
                     sa->flush();
             const auto c0 = sum_counters(sas);
+            shared->reset_peaks(); // the phase's own (the start-up's queue came before)
             const auto s0 = shared->stats();
             const auto before = run_count(count_cmd);
             const double cpu0 = cpu_seconds(master_pid);
