@@ -12,6 +12,8 @@
 # Per phase the master's SA transactions (OpenSM's log) and OpenSM's CPU seconds (/proc).
 # LOCALSA_VMBENCH_SAMPLE=K: baseline and cold send only K ranks' queries (to every peer), for
 # an N whose N(N-1) single Gets do not fit the guest's time.
+# LOCALSA_VMBENCH_PRELOAD_AT_ONCE=K: at most K nodes preload at once (localsa-fleet
+# --preload-at-once; default its --max-in-flight, 0: all at once).
 # Prints the fleet's JSON between "fleet-json begin" and "fleet-json end".
 # Usage: tests/vm/bench_fleet.bench.sh 6.12 [N]   (N hosts, default 64)
 set -euo pipefail
@@ -69,6 +71,7 @@ timeout "${LOCALSA_VMBENCH_FLEET_S:-1800}" "$BIN/localsa-fleet" --ca simhca1 --n
     --max-in-flight "${LOCALSA_VMBENCH_DEPTH:-64}" \
     --upstream-timeout-ms "${LOCALSA_VMBENCH_UPSTREAM_MS:-5000}" \
     --sample-sources "${LOCALSA_VMBENCH_SAMPLE:-0}" \
+    ${LOCALSA_VMBENCH_PRELOAD_AT_ONCE:+--preload-at-once "$LOCALSA_VMBENCH_PRELOAD_AT_ONCE"} \
     --count-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD\$' $OSM_LOG" \
     --count-all-cmd "grep -c 'Posting Dispatcher message OSM_MSG_MAD_' $OSM_LOG" \
     --json /tmp/fleet.json 2>/tmp/fleet.err || rc=$?

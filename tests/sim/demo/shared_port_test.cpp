@@ -72,6 +72,10 @@ TEST_CASE("shared port: at most max_in_flight on the wire, the rest queued in or
     CHECK(wire.sent.size() == 10);
     CHECK(got == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
     CHECK(port.stats().max_in_flight_seen == 3);
+    CHECK(port.stats().max_queued_seen == 7);
+    port.reset_peaks(); // a new phase: its own peaks
+    CHECK(port.stats().max_in_flight_seen == 0);
+    CHECK(port.stats().max_queued_seen == 0);
 }
 
 TEST_CASE("shared port: a request never answered frees its slot after the slot timeout") {

@@ -42,6 +42,8 @@ public:
     // Flushes the cache and re-subscribes (SM change, LID change, client re-register, ...).
     void resync(const std::string& why);
     void add_stats(nlohmann::json& stats) const;
+    // The preload's state (Preloader::state(): idle, disabled, waiting, loading, done, partial).
+    const std::string& preload_state() const { return preloader_.state(); }
     // One port poll, as the poll timer runs it: a resync when the port came back active or its
     // SM, LID, PKeys or GID changed.
     void poll_port() { port_watch_.poll(); }

@@ -9,14 +9,15 @@
 //   warm      the same again (answered from the caches);
 //   preload   caches emptied, each LocalSa preloads its node's table as localsad does at start
 //             (one GetTable(PathRecord, SGID = the node's GID) per PKey, through coherence::
-//             Coherence), then the job through them. Needs RMPP: a real umad port (vm tier).
+//             Coherence), the nodes' starts paced by the shared port (fleet::PreloadPhase),
+//             then the job through them. Needs RMPP: a real umad port (vm tier).
 // The answers to the ranks go back in-process (in place of each node's kernel redirect).
 // Prints one JSON document with the results of every phase.
-#include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
+#include "sim/fleet/preload_phase.hpp"
 #include "sim/fleet/query_engine.hpp"
 #include "sim/fleet/shared_port.hpp"
 #include "transport/umad/umad_transport.hpp"
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
          up_retries = engine_defaults.upstream.retries,
          up_outstanding = static_cast<long>(engine_defaults.upstream.max_outstanding);
     std::size_t cache_max_entries = engine_defaults.cache_max_entries;
-    long master_pid = 0, preload_wait_s = 600;
+    long master_pid = 0, preload_wait_s = 600, preload_at_once = -1;
 
     po::options_description opts(
         "Usage: localsa-fleet --nodes FILE [options]\n\n"
@@ -217,7 +218,11 @@ int main(int argc, char** argv) {
         "the master SM's pid: its CPU seconds (/proc) around every phase")(
         "preload-wait-s", po::value(&preload_wait_s)->default_value(preload_wait_s),
         "the preload phase waits this long at most for every node's table")(
-        "json", po::value(&out_file), "write the JSON here instead of stdout")(
+        "preload-at-once", po::value(&preload_at_once),
+        "nodes preloading at the same time at most (default: --max-in-flight, each GetTable "
+        "then goes on the wire when its try starts; 0: all at once, their tries run out while "
+        "they wait in the shared port's queue)")("json", po::value(&out_file),
+                                                 "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
     po::variables_map vm;
     try {
@@ -363,8 +368,8 @@ int main(int argc, char** argv) {
         // 2. The local SAs, one per rank, created only if a phase uses them.
         std::vector<std::unique_ptr<fleet::NodeTransport>> transports;
         std::vector<std::unique_ptr<LocalSa>> sas;
-        // The preload phase's coherence parts, one per LocalSa (they go before the LocalSas).
-        std::vector<std::unique_ptr<coherence::Coherence>> coherences;
+        // The preload phase's Coherence per LocalSa (it goes before the LocalSas).
+        std::unique_ptr<fleet::PreloadPhase> preload_phase;
         const bool want_sas = std::any_of(phases.begin(), phases.end(),
                                           [](const auto& p) { return p != "baseline"; });
         if (want_sas) {
@@ -430,6 +435,7 @@ int main(int argc, char** argv) {
                 for (auto& sa : sas) // cold: also after a phase that filled the caches
                     sa->flush();
             const auto c0 = sum_counters(sas);
+            shared->reset_peaks(); // the phase's own (the start-up's queue came before)
             const auto s0 = shared->stats();
             const auto before = run_count(count_cmd);
             const double cpu0 = cpu_seconds(master_pid);
@@ -437,40 +443,22 @@ int main(int argc, char** argv) {
             nlohmann::json preload_json;
             if (phase == "preload") {
                 // A cold start with preload: empty caches, then every node's table (localsad's
-                // start-up preload: no subscriptions, no spread delay), then the job.
-                coherences.clear();
+                // start-up preload, without subscriptions), then the job.
+                std::vector<LocalSa*> nodes_sas;
                 for (auto& sa : sas)
-                    sa->flush();
-                coherence::CoherenceConfig ccfg;
-                ccfg.subscribe = false;
-                ccfg.subscription_check = std::chrono::milliseconds{0};
-                ccfg.spread = std::chrono::milliseconds{0};
-                ccfg.port_poll = std::chrono::hours{1}; // a fleet node's port never changes
-                ccfg.preload = true;
+                    nodes_sas.push_back(sa.get());
+                preload_phase = std::make_unique<fleet::PreloadPhase>(
+                    io.get_executor(), clock, std::move(nodes_sas),
+                    preload_at_once < 0 ? max_in_flight
+                                        : static_cast<std::size_t>(preload_at_once));
                 const auto t0 = std::chrono::steady_clock::now();
                 const auto tx0 = sum_counters(sas).preload_transactions;
-                for (auto& sa : sas) {
-                    coherences.push_back(std::make_unique<coherence::Coherence>(
-                        io.get_executor(), sa->coherence_parts(), ccfg));
-                    coherences.back()->start();
-                }
-                auto states = [&] {
-                    std::map<std::string, std::size_t> count;
-                    for (auto& c : coherences) {
-                        nlohmann::json j;
-                        c->add_stats(j);
-                        ++count[j.value("preload_state", std::string("?"))];
-                    }
-                    return count;
-                };
+                preload_phase->start();
                 const auto deadline = t0 + std::chrono::seconds{preload_wait_s};
                 io.restart();
-                auto st = states();
-                while (st["waiting"] + st["loading"] + st["idle"] > 0 &&
-                       std::chrono::steady_clock::now() < deadline) {
+                while (!preload_phase->finished() && std::chrono::steady_clock::now() < deadline)
                     io.run_for(std::chrono::milliseconds{200});
-                    st = states();
-                }
+                const auto st = preload_phase->states();
                 std::size_t paths = 0;
                 for (auto& sa : sas)
                     paths += sa->preload().size();
@@ -480,6 +468,7 @@ int main(int argc, char** argv) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
                     {"transactions", sum_counters(sas).preload_transactions - tx0},
                     {"states", st},
+                    {"at_once_max", preload_phase->max_preloading_seen()},
                     {"paths", paths},
                     {"master_pr_queries", before >= 0 && mid >= 0 ? mid - before : -1},
                     {"master_cpu_s", cpu0 >= 0 ? cpu_seconds(master_pid) - cpu0 : -1.0}};
@@ -563,7 +552,7 @@ int main(int argc, char** argv) {
             f << out.dump(1) << "\n";
         }
         // The LocalSas go before the transports and the port they use.
-        coherences.clear();
+        preload_phase.reset();
         sas.clear();
         transports.clear();
         bool all_ok = true;

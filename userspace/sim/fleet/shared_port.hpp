@@ -57,6 +57,12 @@ public:
     std::size_t in_flight() const { return in_flight_.size(); }
     std::size_t queued() const { return queue_.size(); }
     const SharedPortStats& stats() const { return stats_; }
+    // Starts the peaks (max_in_flight_seen, max_queued_seen) again from what is there now: the
+    // peaks of one phase, not of everything before it.
+    void reset_peaks() {
+        stats_.max_in_flight_seen = in_flight_.size();
+        stats_.max_queued_seen = queue_.size();
+    }
 
 private:
     struct Pending {
