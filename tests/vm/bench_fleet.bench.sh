@@ -27,6 +27,7 @@ if [[ ${1:-} != --guest ]]; then
     mem=1024
     # a LocalSa's cache takes a 2 MiB huge-page chunk: 256 of them do not fit 1 GiB with the rest
     ((N > 64)) && mem=3072
+    ((N > 256)) && mem=6144 # and 1,024 of them, a 1,024-host OpenSM and ibsim do not fit 3 GiB
     t0=$SECONDS
     rc=0
     echo "host_load_before $(cut -d' ' -f1-3 /proc/loadavg)"

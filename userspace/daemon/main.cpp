@@ -180,8 +180,10 @@ int main(int argc, char** argv) {
             auto j = local_sa->stats();
             coherence.add_stats(j);
             j["master_known"] = local_sa->class_port_info().master().has_value();
-            if (sim_quirks)
+            if (sim_quirks) {
                 j["sminfo_answered"] = sim_quirks->sminfo_answered();
+                j["short_requests_padded"] = sim_quirks->requests_padded();
+            }
             j["nl_listening"] = nl_socket != nullptr;
             j["nl_other_listeners"] = nl_other_listeners;
             j["nl_pending"] = netlink_service.pending();
