@@ -3,8 +3,8 @@
 # ibsim). ibsim writes to a client until the client reads; a relay that blocks sending to ibsim
 # while ibsim writes to it stops the whole fabric (in the vm tier: OpenSM's own SMPs stop, "SM
 # port is down"). Checks: with the relay's node receiving COUNT SA Gets while its "kernel" sends
-# COUNT, every MAD is delivered both ways; the same at ibsim's smallest datagram queues is
-# left to the host (net.unix.max_dgram_qlen is the host's: the vm guest has 10).
+# COUNT, every MAD is delivered both ways. COUNT (4,000) is past what ibsim's sockets queue
+# (`scripts/fabric up` raises net.unix.max_dgram_qlen to 1,024; the vm guest keeps 10).
 # Usage: relay.test.sh [BUILD_BIN_DIR]
 set -uo pipefail
 
