@@ -119,26 +119,18 @@ void Relay::from_device() {
 }
 
 void Relay::to_fabric(const ibsim::Packet& p) {
-    if (to_fabric_queue_.empty()) {
-        switch (sim_->try_send(p)) {
-        case SimClient::SendResult::sent:
-            ++counters_.to_fabric;
-            return;
-        case SimClient::SendResult::failed:
-            throw std::runtime_error("ibsim send: " + errno_text());
-        case SimClient::SendResult::busy:
-            break;
-        }
-    }
     if (to_fabric_queue_.size() >= kToFabricQueueMax) {
         // what a congested link does: the MAD layer's retries and timeouts take it from here
         ++counters_.to_fabric_overflow;
         return;
     }
     to_fabric_queue_.push_back(p);
-    ++counters_.to_fabric_waited;
-    counters_.to_fabric_queue_max =
-        std::max(counters_.to_fabric_queue_max, to_fabric_queue_.size());
+    flush_to_fabric();
+    if (!to_fabric_queue_.empty()) { // in order: this MAD, the last, waits
+        ++counters_.to_fabric_waited;
+        counters_.to_fabric_queue_max =
+            std::max(counters_.to_fabric_queue_max, to_fabric_queue_.size());
+    }
 }
 
 void Relay::flush_to_fabric() {
