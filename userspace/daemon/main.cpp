@@ -279,11 +279,9 @@ int main(int argc, char** argv) {
                 [&](netlink::Bytes m) { return nl_socket->send(m); },
                 [&](const transport::InboundMad& in) { local_sa->dispatch(in); },
                 [](const std::string& device, int p) {
-                    // The local SA of that port has its control socket where localsactl
-                    // looks for it.
-                    struct stat st {};
-                    return ::stat(control::default_socket_path(device, p).c_str(), &st) == 0 &&
-                           S_ISSOCK(st.st_mode);
+                    // The local SA of that port listens on its control socket where
+                    // localsactl looks for it.
+                    return netlink::unix_socket_listening(control::default_socket_path(device, p));
                 },
                 local_sa->counters());
             nl_socket->start([&](const netlink::Message& m) { netlink_service.on_message(m); },
@@ -296,8 +294,9 @@ int main(int argc, char** argv) {
             nl_other_listeners = 0;
             check_listeners();
             spdlog::info("netlink: answering the kernel's path queries for {} port {} "
-                         "(RDMA_NL_GROUP_LS, answer budget {} ms)",
-                         port.ca, port.port, nl_config.answer_budget.count());
+                         "(RDMA_NL_GROUP_LS, answer budget {} ms, receive buffer {} KiB)",
+                         port.ca, port.port, nl_config.answer_budget.count(),
+                         nl_socket->receive_buffer() / 1024);
         }
 
         umad.start();

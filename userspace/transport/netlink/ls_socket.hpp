@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace localsa::netlink {
@@ -18,6 +19,11 @@ namespace localsa::netlink {
 class SocketError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// Asked for the receive buffer: room for a burst of about 4,000 RESOLVEs.
+constexpr std::size_t kReceiveBufferBytes = 4 << 20;
+// Datagrams read per wake-up of the event loop.
+constexpr std::size_t kReceiveBatch = 64;
 
 class LsSocket {
 public:
@@ -33,12 +39,15 @@ public:
     void start(Handler on_message, MalformedHandler on_malformed);
     // Sends one message to the kernel; false (errno logged by the caller) when refused.
     bool send(Bytes message);
+    // The socket's receive buffer in bytes, as the kernel counts it (twice what was asked).
+    std::size_t receive_buffer();
     // The socket's netlink port id.
     std::uint32_t port_id() const { return port_id_; }
     void close();
 
 private:
     void receive();
+    void read_batch();
 
     boost::asio::posix::stream_descriptor descriptor_;
     std::uint32_t port_id_ = 0;
@@ -54,5 +63,9 @@ private:
 // member whose port id is the pid of a process named localsad) do not count.
 std::size_t other_ls_listeners(std::uint32_t own_port_id,
                                const char* proc_file = "/proc/net/netlink");
+
+// True when a process listens on the unix stream socket at `path` (another port's local SA on
+// its control socket).
+bool unix_socket_listening(const std::string& path);
 
 } // namespace localsa::netlink
