@@ -19,6 +19,10 @@
 #include <linux/netlink.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/rdma_netlink.h>
+#include <set>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 using namespace localsa;
 using namespace localsa::test;
@@ -521,4 +525,73 @@ TEST_CASE("a message the kernel refused is counted and said", "[netlink]") {
     reinterpret_cast<nlmsgerr*>(b.data() + NLMSG_HDRLEN)->error = 0; // an ack: nothing to say
     f.kernel_sends(b);
     CHECK(f.sa->counters().send_errors == 1);
+}
+
+TEST_CASE("another port's local SA counts only while it listens on its control socket",
+          "[netlink]") {
+    const std::string path = "/tmp/localsa-unit-sibling-" + std::to_string(::getpid()) + ".sock";
+    ::unlink(path.c_str());
+    CHECK(!nl::unix_socket_listening(path)); // no file
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    CHECK(nl::unix_socket_listening(path)); // a live sibling
+    // Its backlog full (a sibling busy on its event loop): still alive.
+    const int c1 = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    const int c2 = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(c1, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::connect(c2, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    CHECK(nl::unix_socket_listening(path));
+    ::close(c1);
+    ::close(c2);
+    // Killed (SIGKILL, or an unlink refused at exit): the file stays, nobody listens.
+    ::close(fd);
+    CHECK(nl::unix_socket_listening(path) == false);
+    ::unlink(path.c_str());
+}
+
+TEST_CASE("a burst of one question: one query to the master, every RESOLVE answered", "[netlink]") {
+    // 300 kernel path queries to one cold destination (issue 26): beyond the local SA's 256
+    // waiters on one question nothing was answered, and each of those went to the master
+    // after the kernel's timeout.
+    ServiceFixture f;
+    constexpr std::uint32_t kBurst = 300;
+    for (std::uint32_t seq = 1; seq <= kBurst; ++seq)
+        f.kernel_sends(rdma_cm_resolve(seq).bytes());
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    CHECK(f.take_kernel().empty());
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    auto replies = f.take_kernel();
+    REQUIRE(replies.size() == kBurst);
+    std::set<std::uint32_t> seqs;
+    for (const auto& r : replies) {
+        const auto m = only_message(r);
+        CHECK(m.flags == 0);
+        CHECK(m.payload.size() == NLA_HDRLEN + sizeof(ib_path_rec_data));
+        seqs.insert(m.seq);
+    }
+    CHECK(seqs.size() == kBurst);
+    CHECK(f.sa->counters().nl_answered == kBurst);
+    CHECK(f.sa->counters().pr_waiters_overflow == 0);
+    CHECK(f.service->pending() == 0);
+    CHECK(f.umad.take().empty());
+}
+
+TEST_CASE("a burst the master does not answer: every RESOLVE gets the error reply at the budget",
+          "[netlink]") {
+    ServiceFixture f;
+    for (std::uint32_t seq = 1; seq <= 300; ++seq)
+        f.kernel_sends(rdma_cm_resolve(seq).bytes());
+    REQUIRE(f.umad.take().size() == 1);
+    f.clock.advance(f.nl_config.answer_budget + 10ms);
+    auto replies = f.take_kernel();
+    CHECK(replies.size() == 300);
+    for (const auto& r : replies)
+        CHECK(only_message(r).flags == RDMA_NL_LS_F_ERR);
+    CHECK(f.service->pending() == 0);
 }

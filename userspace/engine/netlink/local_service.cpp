@@ -186,9 +186,25 @@ void LocalService::resolve(const ResolveRequest& request) {
         reply_error(request.seq, "no DGID");
         return;
     }
+    // The Get without its TID, and the use the records are for: RESOLVEs asking the same
+    // wait for one answer (the local SA holds a bounded number of waiters per question).
+    auto question = rebuild_query(request, 0);
+    question.push_back(static_cast<std::uint8_t>(request.path_use));
+    if (const auto q = questions_.find(question); q != questions_.end()) {
+        auto& waiting = pending_.at(q->second);
+        if (waiting.seqs.size() >= kMaxWaitingPerQuestion) {
+            reply_error(request.seq, "too many RESOLVEs waiting for one path");
+            return;
+        }
+        waiting.seqs.push_back(request.seq);
+        ++waiting_;
+        return;
+    }
     const auto token = next_token_++;
     const auto deadline = clock_.now() + config_.answer_budget;
-    pending_[token] = Pending{request.seq, request.path_use, deadline};
+    questions_.emplace(question, token);
+    pending_[token] = Pending{{request.seq}, request.path_use, deadline, std::move(question)};
+    ++waiting_;
     deadlines_.emplace_back(deadline, token);
     arm_timer();
     transport::InboundMad in;
@@ -197,6 +213,14 @@ void LocalService::resolve(const ResolveRequest& request) {
     in.from.qpn = kLocalQpn;
     in.from.qkey = mad::kQp1Qkey;
     dispatch_(in);
+}
+
+LocalService::Pending LocalService::take(std::unordered_map<std::uint32_t, Pending>::iterator it) {
+    auto pending = std::move(it->second);
+    pending_.erase(it);
+    questions_.erase(pending.question);
+    waiting_ -= pending.seqs.size();
+    return pending;
 }
 
 bool LocalService::send(mad::Bytes mad, const transport::MadAddress& to,
@@ -217,17 +241,22 @@ void LocalService::answer(std::uint32_t token, mad::Bytes response) {
     const auto it = pending_.find(token);
     if (it == pending_.end())
         return; // answered late: the error reply went at the deadline
-    const auto request = it->second;
-    pending_.erase(it);
+    const auto request = take(it);
     const auto records = records_for_kernel(response, request.path_use);
     if (records.empty()) {
         // The master's NO_RECORDS or error, or nothing the kernel takes: the kernel asks the
         // SA, whose answer (status and all) is then the consumer's.
-        reply_error(request.seq, "no record the kernel takes");
+        reply_error(request, "no record the kernel takes");
         return;
     }
-    if (to_kernel(encode_resolve_reply(request.seq, records)))
-        ++counters_->nl_answered;
+    for (const auto seq : request.seqs)
+        if (to_kernel(encode_resolve_reply(seq, records)))
+            ++counters_->nl_answered;
+}
+
+void LocalService::reply_error(const Pending& pending, const char* why) {
+    for (const auto seq : pending.seqs)
+        reply_error(seq, why);
 }
 
 void LocalService::reply_error(std::uint32_t seq, const char* why) {
@@ -257,10 +286,9 @@ void LocalService::on_timer() {
         const auto it = pending_.find(token);
         if (it == pending_.end())
             continue;
-        const auto seq = it->second.seq;
-        pending_.erase(it);
-        ++counters_->nl_timeouts;
-        reply_error(seq, "no answer within the budget");
+        const auto request = take(it);
+        counters_->nl_timeouts += request.seqs.size();
+        reply_error(request, "no answer within the budget");
     }
     arm_timer();
 }

@@ -20,8 +20,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace localsa::netlink {
 
@@ -58,7 +60,10 @@ public:
     // Tells the kernel how long to wait for a reply (at start; again after a restart).
     bool send_set_timeout();
     const LocalServiceConfig& config() const { return config_; }
-    std::size_t pending() const { return pending_.size(); }
+    // RESOLVEs waiting for an answer.
+    std::size_t pending() const { return waiting_; }
+    // RESOLVEs that may wait for one question; those beyond get the error reply at once.
+    static constexpr std::size_t kMaxWaitingPerQuestion = 4096;
 
     // MadTransport: the inner transport's, except the answers to this service's requests.
     bool send(mad::Bytes mad, const transport::MadAddress& to,
@@ -67,15 +72,21 @@ public:
     const transport::PortState& refresh_port() override { return inner_.refresh_port(); }
 
 private:
+    // One question to the local SA and the kernel's RESOLVEs waiting for its answer: a burst
+    // of queries for one path (a job start) is one waiter in the local SA, whatever its size.
     struct Pending {
-        std::uint32_t seq = 0;
+        std::vector<std::uint32_t> seqs;
         PathUse path_use = PathUse::All;
         Clock::time_point deadline;
+        std::vector<std::uint8_t> question;
     };
 
     void resolve(const ResolveRequest& request);
     void answer(std::uint32_t token, mad::Bytes response);
     void reply_error(std::uint32_t seq, const char* why);
+    void reply_error(const Pending& pending, const char* why);
+    // Removes a question, with the RESOLVEs waiting for it.
+    Pending take(std::unordered_map<std::uint32_t, Pending>::iterator it);
     void arm_timer();
     void on_timer();
     bool to_kernel(Bytes message);
@@ -92,7 +103,9 @@ private:
     ServedElsewhere served_elsewhere_;
     std::uint32_t next_token_ = 1;
     std::uint32_t next_seq_ = 1;
-    std::unordered_map<std::uint32_t, Pending> pending_;
+    std::unordered_map<std::uint32_t, Pending> pending_;           // by token
+    std::map<std::vector<std::uint8_t>, std::uint32_t> questions_; // question -> token
+    std::size_t waiting_ = 0;
     std::deque<std::pair<Clock::time_point, std::uint32_t>> deadlines_;
 };
 
