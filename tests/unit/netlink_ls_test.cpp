@@ -266,7 +266,8 @@ TEST_CASE("replies have the layout ib_nl_handle_resolve_resp reads", "[netlink]"
 
 TEST_CASE("path flags are those the kernel's mask takes", "[netlink]") {
     using nl::PathUse;
-    // ib_nl_process_good_resolve_rsp: UNIDIRECTIONAL needs PRIMARY|OUTBOUND, ALL PRIMARY
+    // ib_nl_process_good_resolve_rsp: UNIDIRECTIONAL needs PRIMARY|OUTBOUND, ALL PRIMARY (in
+    // 6.1 and 6.12 alike; tests/kernel/ls_flags_test.cpp judges these against that code itself)
     CHECK(nl::kernel_accepts(PathUse::All, nl::path_flags(PathUse::All, true)));
     CHECK(
         nl::kernel_accepts(PathUse::Unidirectional, nl::path_flags(PathUse::Unidirectional, true)));

@@ -48,6 +48,8 @@ val() { sed -n "s/.*[^_]$1=\([0-9]*\).*/\1/p;s/^$1=\([0-9]*\).*/\1/p" <<<"$2" | 
 check "localsa_test loads" modprobe localsa_test
 check "simhca1's localsad listens on RDMA_NL_GROUP_LS" wait_until 30 listening 1
 check "simhca2's localsad listens on RDMA_NL_GROUP_LS" wait_until 30 listening 2
+rcvbuf=$(sed -n 's/.*receive buffer \([0-9]*\) KiB.*/\1/p' /tmp/localsad1.log | head -n 1)
+check "... with a receive buffer for a burst (${rcvbuf:-?} KiB >= 4096)" test "${rcvbuf:-0}" -ge 4096
 OWN_GID=$(python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' \
     "$(cat /sys/class/infiniband/simhca1/ports/1/gids/0)")
 table=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --table)
