@@ -2,6 +2,7 @@
 # vm test: two ports on one stock kernel (simhca1, simhca2), each with its localsad on its
 # default control socket (/run/localsa/simhcaN-1.sock), answering the kernel's netlink path
 # queries. Checks (issue 26, items 1 and 6):
+#   both alive: simhca2's query is left by simhca1's localsad to simhca2's (a connect probe);
 #   simhca2's localsad killed (SIGKILL: its socket file stays): simhca1's localsad no longer
 #     takes the file for a live sibling; simhca2's kernel path query gets the error reply at
 #     once and is answered by the SA within 300 ms (not after the kernel's 800 ms timeout);
@@ -60,6 +61,13 @@ for h in H2 H3; do
     [[ -n $lid && -n $g ]] && DESTS+=("$g")
 done
 check "destinations: the hosts H2, H3 (${DESTS[*]})" test "${#DESTS[@]}" -eq 2
+
+section "both alive"
+r=$(op simhca2 route "${DESTS[0]}")
+check "simhca2's route resolves ($r)" grep -q '^status=0 ' <<<"$r"
+eq "... answered by simhca2's localsad (nl_answered)" 1 "$(stat_of 2 nl_answered)"
+eq "... left to it by simhca1's (nl_other_port)" 1 "$(stat_of 1 nl_other_port)"
+eq "... which sent no error reply" 0 "$(stat_of 1 nl_errors)"
 
 section "simhca2's localsad killed"
 kill -9 "$D2"
