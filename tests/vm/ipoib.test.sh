@@ -17,7 +17,7 @@ if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
     cd "$(dirname "$0")/../.."
     LOCALSA_VM_COUNT_SA=1 exec bash scripts/vm run --kernel "$LINE" --stock --sm H0 \
-        --hca H1 --hca H2 --hca H3 --timeout "${LOCALSA_VM_TIMEOUT:-500}" \
+        --hca H1 --hca H2 --hca H3 --timeout "${LOCALSA_VM_TIMEOUT:-840}" \
         -- bash tests/vm/ipoib.test.sh --guest
 fi
 set +e
@@ -30,6 +30,7 @@ section "localsad on simhca1..3, netlink"
 for n in $NODES; do start_localsad "$n"; done
 all_listening() { local n; for n in $NODES; do [[ $(stat_of "$n" nl_listening) == true ]] || return 1; done; }
 check "the three localsad listen on RDMA_NL_GROUP_LS" wait_until 60 all_listening
+check "... and hold their preload tables" wait_until 120 all_preloaded
 
 section "ib_ipoib"
 check "stock ib_core: no sa_redirect parameter" test ! -e /sys/module/ib_core/parameters/sa_redirect
@@ -37,6 +38,7 @@ check "modprobe ib_ipoib" modprobe ib_ipoib
 check "IPoIB interfaces of simhca1..3 appear" wait_until 30 all_ifaces
 sa_start=$(osm_pr)
 nl0=$(nl_total)
+up0=$(sum_stat upstream_requests)
 setup_netns
 check "carrier on the three interfaces" wait_until 60 all_carrier
 for n in $NODES; do echo "     node $n: ${IFACE[$n]} in ns ipoib$n, ${GID[$n]}, LID $(port_lid "$n")"; done
@@ -50,7 +52,7 @@ nl_first=$(($(nl_total) - nl0))
 check "localsad answered PathRecords over netlink ($nl_first)" test "$nl_first" -ge 1
 eq "... no error replies" 0 "$(nl_errors_total)"
 check "OpenSM saw at most one PathRecord per node and neighbour ($sa_first <= 6)" test "$sa_first" -le 6
-echo "     first round: localsad answered $nl_first, OpenSM's PathRecords +$sa_first"
+echo "     first round: localsad answered $nl_first, OpenSM's PathRecords +$sa_first, localsad's upstream requests +$(($(sum_stat upstream_requests) - up0))"
 
 section "the broadcast group at the master"
 members=$(members_at_master ff12:401b:ffff::ffff:ffff)

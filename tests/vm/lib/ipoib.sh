@@ -11,7 +11,44 @@ cd /tmp || exit 1
 section() { echo "--- $* (guest time ${SECONDS} s)"; }
 v4() { echo "10.77.0.$1"; }
 v6() { echo "fd77::$1"; }
-norm_gid() { python3 -c 'import ipaddress,sys; print(ipaddress.IPv6Address(sys.argv[1]))' "$1"; }
+# norm_gid GID: RFC 5952 text (what saquery prints), in bash: python is slow to start under TCG
+norm_gid() {
+    local IFS=: g i best=-1 bestlen=0 run=-1 len=0 out=""
+    # expand a "::" first, then strip leading zeros
+    local x=$1
+    if [[ $x == *::* ]]; then
+        local head=${x%%::*} tail=${x##*::} n fill=""
+        local -a h t
+        read -ra h <<<"$head"
+        read -ra t <<<"$tail"
+        n=$((8 - ${#h[@]} - ${#t[@]}))
+        for ((i = 0; i < n; i++)); do fill+="0:"; done
+        x="${head:+$head:}$fill$tail"
+        x=${x%:}
+    fi
+    read -ra g <<<"$x"
+    for ((i = 0; i < 8; i++)); do
+        g[i]=$(printf '%x' "0x${g[i]:-0}")
+        if [[ ${g[i]} == 0 ]]; then
+            ((run < 0)) && run=$i len=0
+            len=$((len + 1))
+            ((len > bestlen)) && best=$run bestlen=$len
+        else
+            run=-1
+        fi
+    done
+    ((bestlen < 2)) && best=-1
+    for ((i = 0; i < 8; i++)); do
+        if ((i == best)); then
+            out+="::"
+            i=$((i + bestlen - 1))
+            continue
+        fi
+        [[ $out == "" || $out == *:: ]] || out+=":"
+        out+=${g[i]}
+    done
+    echo "$out"
+}
 
 # localsad serving simhcaN, default control socket (the instances see each other's queries)
 start_localsad() {
@@ -29,8 +66,12 @@ kill_localsads() {
 trap 'kill_localsads; wait 2>/dev/null || true' EXIT
 stat_of() { timeout 10 "$BIN/localsactl" -C "simhca$1" -j stats 2>/dev/null |
     sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" | head -n 1; }
-nl_total() { local n s=0; for n in $NODES; do s=$((s + $(stat_of "$n" nl_answered))); done; echo $s; }
-nl_errors_total() { local n s=0; for n in $NODES; do s=$((s + $(stat_of "$n" nl_errors))); done; echo $s; }
+# sum_stat NAME: the sum over the three localsad (a stat that does not answer counts 0)
+sum_stat() { local n v s=0; for n in $NODES; do v=$(stat_of "$n" "$1"); s=$((s + ${v:-0})); done; echo $s; }
+nl_total() { sum_stat nl_answered; }
+nl_errors_total() { sum_stat nl_errors; }
+# every localsad has its preload table (its own GetTable reached the master before we count)
+all_preloaded() { local n v; for n in $NODES; do v=$(stat_of "$n" preloaded_paths); ((${v:-0} > 0)) || return 1; done; }
 osm_pr() { grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD$' "$VM_FABRIC_DIR/opensm.log"; }
 
 # IFACE[N], GID[N]: the IPoIB netdev of simhcaN (its hardware address ends with the port GID)
