@@ -96,6 +96,8 @@ setup_netns() {
         ip netns add "ipoib$n"
         check "${IFACE[$n]} moves into ns ipoib$n" ip link set "${IFACE[$n]}" netns "ipoib$n"
         ip -n "ipoib$n" link set lo up
+        # the IPv6 address survives the bounces (by default a link down removes it)
+        ip netns exec "ipoib$n" sysctl -qw "net.ipv6.conf.${IFACE[$n]}.keep_addr_on_down=1"
         ip -n "ipoib$n" addr add "$(v4 "$n")/24" dev "${IFACE[$n]}"
         ip -n "ipoib$n" addr add "$(v6 "$n")/64" dev "${IFACE[$n]}" nodad
         check "${IFACE[$n]} up" ip -n "ipoib$n" link set "${IFACE[$n]}" up
