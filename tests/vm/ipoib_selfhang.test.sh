@@ -51,16 +51,25 @@ done
 
 section "localsad hung (SIGSTOP): ${IFACE[1]} down and up"
 for n in $NODES; do kill -STOP "${DAEMON[$n]}"; done
-t0=$(date +%s.%N)
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(now)" "$1"; }
+t0=$(now)
 bounce 1
-up_and_pinging() { carrier 1 && ping4 1 2 && ping4 1 3; }
-wait_until 60 up_and_pinging
-ok=$?
-took=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$t0")
-echo "     carrier and pings after the bounce with localsad stopped: ${took} s (ok=$((ok == 0)))"
-check "carrier and pings within $BOUND s (took $took s)" \
-    python3 -c "import sys; sys.exit(not ($ok == 0 and float(sys.argv[1]) <= $BOUND))" "$took"
+wait_until 60 carrier 1
+c=$?
+t_carrier=$(since "$t0")
+p=1
+((c == 0)) && ping4 1 2 && ping4 1 3 && p=0
+t_ping=$(since "$t0")
+echo "     localsad stopped: carrier after ${t_carrier} s (got it: $((c == 0))), pings after ${t_ping} s (answered: $((p == 0)))"
+check "carrier and pings within $BOUND s (carrier ${t_carrier} s, pings ${t_ping} s)" \
+    python3 -c "import sys; sys.exit(not ($p == 0 and float(sys.argv[1]) <= $BOUND))" "$t_ping"
+t1=$(now)
 for n in $NODES; do kill -CONT "${DAEMON[$n]}"; done
+up_and_pinging() { carrier 1 && ping4 1 2 && ping4 1 3; }
+check "localsad resumed (SIGCONT): carrier and pings" wait_until 120 up_and_pinging
+echo "     after SIGCONT: carrier and pings after $(since "$t1") s"
+dmesg | grep -iE "ipoib|ib_sa|multicast" | tail -n 8
 
 check "no kernel warning" bash -c '! dmesg | grep -E "WARNING:|BUG:|Oops"'
 ((VM_FAILS)) && { echo "--- localsad logs"; tail -n 15 /tmp/localsad-*.log; dmesg | grep -i -E "ipoib|ib_sa" | tail -20; }
