@@ -65,14 +65,21 @@ bounce_all
 check "carrier again" wait_until 60 all_carrier
 sa0=$(osm_pr)
 nl1=$(nl_total)
+ne1=$(sum_stat nl_errors)
+nt1=$(sum_stat nl_timeouts)
+up1=$(sum_stat upstream_requests)
 ping_round
 nl_rep=$(($(nl_total) - nl1))
+echo "     repeated round: localsad answered $nl_rep, error replies +$(($(sum_stat nl_errors) - ne1)) (timeouts +$(($(sum_stat nl_timeouts) - nt1))), its own upstream requests +$(($(sum_stat upstream_requests) - up1)), OpenSM's PathRecords +$(($(osm_pr) - sa0))"
 check "IPoIB asked its paths again, localsad answered ($nl_rep)" test "$nl_rep" -ge 1
 eq "the repeated round reached OpenSM zero times (its PathRecord count)" "$sa0" "$(osm_pr)"
 
 section "neighbour storm"
+ne1=$(sum_stat nl_errors)
+up1=$(sum_stat upstream_requests)
 storm
 storm_with=$STORM
+echo "     storm with localsa: error replies +$(($(sum_stat nl_errors) - ne1)), localsad's own upstream requests +$(($(sum_stat upstream_requests) - up1))"
 kill_localsads
 storm
 storm_without=$STORM
