@@ -12,7 +12,7 @@
 #     every other at once): OpenSM's PathRecord count with localsa and without (localsad killed),
 #     printed as a table (a measurement: only "without localsa it reaches OpenSM" is checked).
 # Usage: tests/vm/ipoib.test.sh 6.1|6.12
-# vm-lines: 6.12
+# vm-lines: 6.1 6.12
 set -euo pipefail
 if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
