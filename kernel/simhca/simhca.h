@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * simhca: a soft InfiniBand HCA for tests. Management datagrams only:
- * QP0/QP1 carry MADs to and from a user-space relay (simhca-relay) that
- * bridges each device to one node of an ibsim fabric.
+ * simhca: a soft InfiniBand HCA for tests. QP0/QP1 carry MADs to and from a
+ * user-space relay (simhca-relay) that bridges each device to one node of an
+ * ibsim fabric; UD QPs carry datagrams between the simhca devices of the
+ * guest, inside the driver.
  */
 #ifndef SIMHCA_H
 #define SIMHCA_H
@@ -18,9 +19,13 @@
 
 #include "simhca_abi.h"
 
-#define SIMHCA_MAX_SGE		4
+#define SIMHCA_MAX_SGE		32
+#define SIMHCA_MAX_UD_QP	64	/* per device */
+#define SIMHCA_UD_QPN_BASE	0x48	/* QPN of the first UD QP */
+#define SIMHCA_MAX_MCAST	256	/* attachments per device */
+#define SIMHCA_MCAST_QPN	0xffffff
 #define SIMHCA_MAX_QP_WR	4096
-#define SIMHCA_MAX_CQE		(2 * SIMHCA_MAX_QP_WR)
+#define SIMHCA_MAX_CQE		65536	/* IPoIB asks 33153 with CM compiled in */
 #define SIMHCA_RELAY_QUEUE	2048
 #define SIMHCA_GRH_BYTES	40
 
@@ -65,6 +70,35 @@ struct simhca_qp {
 	u16 pkey_index;
 	enum ib_sig_type sq_sig_type;
 	unsigned long rx_dropped;
+	bool block_mc_loopback;	/* IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK */
+	unsigned int max_send_sge;
+	unsigned int max_recv_sge;
+};
+
+/* one QP attached to one multicast group, on dev->mcast */
+struct simhca_mcast {
+	struct list_head list;
+	union ib_gid mgid;
+	u16 mlid;
+	struct simhca_qp *qp;
+};
+
+/* the UD counters, /sys/class/infiniband/simhcaN/ports/1/hw_counters */
+enum simhca_counter {
+	SIMHCA_CNT_UD_TX,		/* datagrams sent (unicast + multicast) */
+	SIMHCA_CNT_UD_TX_MCAST,
+	SIMHCA_CNT_UD_RX,		/* datagrams that completed a receive */
+	SIMHCA_CNT_UD_RX_MCAST,
+	SIMHCA_CNT_DROP_NO_DEST,	/* no port with the DLID, no such QPN */
+	SIMHCA_CNT_DROP_PKEY,		/* P_Key mismatch at the receiver */
+	SIMHCA_CNT_DROP_QKEY,		/* Q_Key mismatch at the receiver */
+	SIMHCA_CNT_DROP_DGID,		/* GRH DGID not the receiver's GID */
+	SIMHCA_CNT_DROP_QP_STATE,	/* receiver QP not able to receive */
+	SIMHCA_CNT_DROP_NO_RECV,	/* no posted receive */
+	SIMHCA_CNT_RX_LEN_ERR,		/* receive buffer too small */
+	SIMHCA_CNT_TX_ERR,		/* send error completions */
+	SIMHCA_CNT_FLUSHED,		/* work requests flushed */
+	SIMHCA_NUM_COUNTERS
 };
 
 /* one message queued for the relay */
@@ -85,6 +119,12 @@ struct simhca_dev {
 	/* the special QPs, protected by qp_lock */
 	spinlock_t qp_lock;
 	struct simhca_qp *qp[2];
+	/* the UD QPs and multicast attachments, also under qp_lock */
+	struct simhca_qp *ud_qp[SIMHCA_MAX_UD_QP];
+	struct list_head mcast;
+	unsigned int n_mcast;
+	atomic64_t counters[SIMHCA_NUM_COUNTERS];
+	struct list_head fabric;	/* on the guest's list of simhca devices */
 
 	/* relay side */
 	struct miscdevice misc;
@@ -154,6 +194,29 @@ int simhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int simhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		     const struct ib_recv_wr **bad_wr);
 void simhca_deliver(struct simhca_dev *sdev, const struct simhca_mad *mad);
+
+/* simhca_ud.c */
+void simhca_fabric_join(struct simhca_dev *sdev);
+void simhca_fabric_leave(struct simhca_dev *sdev);
+int simhca_ud_create(struct simhca_dev *sdev, struct simhca_qp *qp,
+		     struct ib_qp_init_attr *init);
+void simhca_ud_destroy(struct simhca_dev *sdev, struct simhca_qp *qp);
+int simhca_ud_modify(struct simhca_qp *qp, struct ib_qp_attr *attr, int mask);
+int simhca_ud_post_send(struct simhca_qp *qp, const struct ib_send_wr *wr,
+			const struct ib_send_wr **bad_wr);
+int simhca_ud_post_recv(struct simhca_qp *qp, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+int simhca_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int simhca_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+struct rdma_hw_stats *simhca_alloc_hw_port_stats(struct ib_device *ibdev,
+						 u32 port);
+int simhca_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			u32 port, int index);
+
+static inline void simhca_count(struct simhca_dev *sdev, enum simhca_counter c)
+{
+	atomic64_inc(&sdev->counters[c]);
+}
 
 /* simhca_port.c */
 void simhca_port_init(struct simhca_dev *sdev);

@@ -2,6 +2,7 @@
 /*
  * simhca: completion queues, a ring of ib_wc filled by the QPs.
  */
+#include <linux/mm.h>
 #include <linux/slab.h>
 
 #include "simhca.h"
@@ -13,7 +14,7 @@ int simhca_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (attr->flags || attr->cqe < 1 || attr->cqe > SIMHCA_MAX_CQE)
 		return -EINVAL;
-	cq->ring = kcalloc(attr->cqe, sizeof(*cq->ring), GFP_KERNEL);
+	cq->ring = kvcalloc(attr->cqe, sizeof(*cq->ring), GFP_KERNEL);
 	if (!cq->ring)
 		return -ENOMEM;
 	spin_lock_init(&cq->lock);
@@ -28,7 +29,7 @@ int simhca_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 
 	if (cq->overflows)
 		pr_warn("simhca: cq overflowed %lu times\n", cq->overflows);
-	kfree(cq->ring);
+	kvfree(cq->ring);
 	return 0;
 }
 

@@ -27,6 +27,8 @@ static struct simhca_dev *simhca_add(int index)
 
 	sdev->index = index;
 	spin_lock_init(&sdev->qp_lock);
+	INIT_LIST_HEAD(&sdev->mcast);
+	INIT_LIST_HEAD(&sdev->fabric);
 	simhca_relay_init(sdev);
 	simhca_port_init(sdev);
 
@@ -53,11 +55,14 @@ static struct simhca_dev *simhca_add(int index)
 		ib_dealloc_device(&sdev->ibdev);
 		return ERR_PTR(err);
 	}
+	simhca_fabric_join(sdev);
 	return sdev;
 }
 
 static void simhca_remove(struct simhca_dev *sdev)
 {
+	/* no datagram of another device reaches it from here on */
+	simhca_fabric_leave(sdev);
 	simhca_cdev_unregister(sdev);
 	ib_unregister_device(&sdev->ibdev);
 	ib_dealloc_device(&sdev->ibdev);

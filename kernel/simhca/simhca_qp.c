@@ -2,7 +2,8 @@
 /*
  * simhca: the special QPs (QP0 for SMPs, QP1 for GMPs). Sends go to the
  * relay, or straight back to the port for a GMP to one of its own LIDs;
- * MADs from the relay complete posted receives. There are no data-path QPs.
+ * MADs from the relay complete posted receives. UD QPs are simhca_ud.c's;
+ * there are no connected (RC/UC) QPs.
  */
 #include <linux/slab.h>
 
@@ -28,7 +29,7 @@ int simhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	int n = simhca_qp_index(init->qp_type);
 	unsigned long flags;
 
-	if (udata || n < 0)
+	if (udata || (n < 0 && init->qp_type != IB_QPT_UD))
 		return -EOPNOTSUPP;
 	if (init->cap.max_send_sge > SIMHCA_MAX_SGE ||
 	    init->cap.max_recv_sge > SIMHCA_MAX_SGE ||
@@ -40,6 +41,8 @@ int simhca_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	INIT_LIST_HEAD(&qp->rq);
 	qp->state = IB_QPS_RESET;
 	qp->sq_sig_type = init->sq_sig_type;
+	if (init->qp_type == IB_QPT_UD)
+		return simhca_ud_create(sdev, qp, init);
 	ibqp->qp_num = n;
 
 	spin_lock_irqsave(&sdev->qp_lock, flags);
@@ -72,6 +75,10 @@ int simhca_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct simhca_qp *qp = to_sqp(ibqp);
 	unsigned long flags;
 
+	if (ibqp->qp_type == IB_QPT_UD) {
+		simhca_ud_destroy(sdev, qp);
+		return 0;
+	}
 	spin_lock_irqsave(&sdev->qp_lock, flags);
 	if (sdev->qp[ibqp->qp_num] == qp)
 		sdev->qp[ibqp->qp_num] = NULL;
@@ -87,6 +94,8 @@ int simhca_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	unsigned long flags;
 	bool flush = false;
 
+	if (ibqp->qp_type == IB_QPT_UD)
+		return simhca_ud_modify(qp, attr, mask);
 	spin_lock_irqsave(&qp->lock, flags);
 	if (mask & IB_QP_QKEY)
 		qp->qkey = attr->qkey;
@@ -119,8 +128,8 @@ int simhca_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
 	attr->port_num = 1;
 	attr->cap.max_send_wr = SIMHCA_MAX_QP_WR;
 	attr->cap.max_recv_wr = SIMHCA_MAX_QP_WR;
-	attr->cap.max_send_sge = SIMHCA_MAX_SGE;
-	attr->cap.max_recv_sge = SIMHCA_MAX_SGE;
+	attr->cap.max_send_sge = qp->max_send_sge ?: SIMHCA_MAX_SGE;
+	attr->cap.max_recv_sge = qp->max_recv_sge ?: SIMHCA_MAX_SGE;
 	init->qp_type = ibqp->qp_type;
 	init->cap = attr->cap;
 	init->sq_sig_type = qp->sq_sig_type;
@@ -135,6 +144,8 @@ int simhca_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	struct simhca_recv_wqe *wqe;
 	unsigned long flags;
 
+	if (ibqp->qp_type == IB_QPT_UD)
+		return simhca_ud_post_recv(qp, wr, bad_wr);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge > SIMHCA_MAX_SGE) {
 			*bad_wr = wr;
@@ -295,6 +306,8 @@ int simhca_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	struct ib_wc wc;
 	int err;
 
+	if (ibqp->qp_type == IB_QPT_UD)
+		return simhca_ud_post_send(qp, wr, bad_wr);
 	for (; wr; wr = wr->next) {
 		err = simhca_send_one(qp, wr);
 		if (err) {

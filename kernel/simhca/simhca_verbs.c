@@ -21,7 +21,10 @@ static int simhca_query_device(struct ib_device *ibdev,
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = 0x02c9;
 	attr->vendor_part_id = 0x5a5a;
-	attr->max_qp = 2;
+	attr->max_qp = 2 + SIMHCA_MAX_UD_QP;
+	attr->max_mcast_grp = SIMHCA_MAX_MCAST;
+	attr->max_mcast_qp_attach = SIMHCA_MAX_UD_QP;
+	attr->max_total_mcast_qp_attach = SIMHCA_MAX_MCAST;
 	attr->max_qp_wr = SIMHCA_MAX_QP_WR;
 	attr->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	attr->max_send_sge = SIMHCA_MAX_SGE;
@@ -140,6 +143,11 @@ const struct ib_device_ops simhca_dev_ops = {
 	.destroy_qp = simhca_destroy_qp,
 	.post_send = simhca_post_send,
 	.post_recv = simhca_post_recv,
+	.attach_mcast = simhca_attach_mcast,
+	.detach_mcast = simhca_detach_mcast,
+
+	.alloc_hw_port_stats = simhca_alloc_hw_port_stats,
+	.get_hw_stats = simhca_get_hw_stats,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, simhca_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, simhca_cq, ibcq),
