@@ -338,23 +338,19 @@ static void test_resend(void)
 /* a refusal proves "not processed" only for a try that was not retried */
 static void test_not_processed(void)
 {
-	struct ib_mad answer = { 0 };
+	__be16 refusal = cpu_to_be16(0x000c);
 
-	answer.mad_hdr.status = cpu_to_be16(0x000c);
-	answer.mad_hdr.method = IB_MGMT_METHOD_SET | IB_MGMT_METHOD_RESP;
-	CHECK(ib_sa_redirect_not_processed(0, &answer),
+	CHECK(ib_sa_redirect_not_processed(IB_MGMT_METHOD_SET, 0, refusal),
 	      "a Set refused on its first try was processed");
 	/* the first try may have been relayed by a local SA that then died */
-	CHECK(!ib_sa_redirect_not_processed(1, &answer),
+	CHECK(!ib_sa_redirect_not_processed(IB_MGMT_METHOD_SET, 1, refusal),
 	      "a Set refused after a retry counts as not processed");
-	answer.mad_hdr.method = 0x15 | IB_MGMT_METHOD_RESP;	/* Delete */
-	CHECK(!ib_sa_redirect_not_processed(3, &answer),
+	CHECK(!ib_sa_redirect_not_processed(0x15, 3, refusal),
 	      "a Delete refused after retries counts as not processed");
-	answer.mad_hdr.method = IB_MGMT_METHOD_GET | IB_MGMT_METHOD_RESP;
-	CHECK(ib_sa_redirect_not_processed(2, &answer),
+	CHECK(ib_sa_redirect_not_processed(IB_MGMT_METHOD_GET, 2, refusal),
 	      "a Get refused after a retry is not asked of the SM");
-	answer.mad_hdr.status = cpu_to_be16(0x001c);
-	CHECK(!ib_sa_redirect_not_processed(0, &answer),
+	CHECK(!ib_sa_redirect_not_processed(IB_MGMT_METHOD_GET, 0,
+					    cpu_to_be16(0x001c)),
 	      "an SA's own error counts as a refusal");
 }
 
