@@ -9,6 +9,10 @@
 char shim_last_warning[512];
 int shim_warnings;
 static int changed_calls;
+
+/* the two numeric parameters, through their kernel_param */
+#define TIMEOUT_MS (*(unsigned int *)shim_kp_sa_redirect_timeout_ms.arg)
+#define PROBE_MS (*(unsigned int *)shim_kp_sa_redirect_probe_ms.arg)
 static int passed, failed;
 
 void ib_sa_redirect_changed(void)
@@ -200,13 +204,38 @@ static void test_param(void)
 	CHECK(changed_calls == 0, "address handles rebuilt before ib_sa runs");
 	CHECK(shim_param_sa_redirect->set("mlx5_0:1=1,x", NULL) == 0 &&
 	      !strcmp(param_get(), "\n"), "a bad load-time value keeps the table empty");
+
+	/* a bad number at load time: logged, the default kept, no failed load */
+	warnings = shim_warnings;
+	CHECK(shim_param_sa_redirect_timeout_ms->set("abc",
+		&shim_kp_sa_redirect_timeout_ms) == 0,
+	      "a bad sa_redirect_timeout_ms at load time fails the load");
+	CHECK(TIMEOUT_MS == 200, "bad timeout at load changed it: %u", TIMEOUT_MS);
+	CHECK(shim_warnings == warnings + 1 &&
+	      strstr(shim_last_warning, "sa_redirect_timeout_ms: invalid value \"abc\", keeping 200"),
+	      "bad timeout at load not logged: %s", shim_last_warning);
+	CHECK(shim_param_sa_redirect_probe_ms->set("200ms",
+		&shim_kp_sa_redirect_probe_ms) == 0 && PROBE_MS == 5000,
+	      "a bad sa_redirect_probe_ms at load: %u", PROBE_MS);
+	CHECK(shim_param_sa_redirect_probe_ms->set(NULL,
+		&shim_kp_sa_redirect_probe_ms) == 0 && PROBE_MS == 5000,
+	      "sa_redirect_probe_ms without a value at load: %u", PROBE_MS);
+	CHECK(shim_param_sa_redirect_probe_ms->flags & KERNEL_PARAM_OPS_FL_NOARG,
+	      "without FL_NOARG a value-less parameter fails the load");
 	ib_sa_redirect_start();
+	CHECK(shim_param_sa_redirect_timeout_ms->set("abc",
+		&shim_kp_sa_redirect_timeout_ms) == -EINVAL && TIMEOUT_MS == 200,
+	      "a bad run-time write of sa_redirect_timeout_ms is not refused");
+	CHECK(shim_param_sa_redirect_timeout_ms->set("300\n",
+		&shim_kp_sa_redirect_timeout_ms) == 0 && TIMEOUT_MS == 300,
+	      "a good write of sa_redirect_timeout_ms: %u", TIMEOUT_MS);
+	TIMEOUT_MS = 200;
 
 	CHECK(!strcmp(param_get(), "\n"), "initial table not empty: \"%s\"", param_get());
-	CHECK(*shim_param_sa_redirect_timeout_ms == 200, "timeout default %u",
-	      *shim_param_sa_redirect_timeout_ms);
-	CHECK(*shim_param_sa_redirect_probe_ms == 5000, "probe default %u",
-	      *shim_param_sa_redirect_probe_ms);
+	CHECK(TIMEOUT_MS == 200, "timeout default %u",
+	      TIMEOUT_MS);
+	CHECK(PROBE_MS == 5000, "probe default %u",
+	      PROBE_MS);
 	CHECK(ib_sa_redirect_timeout_ms() == 200 && ib_sa_redirect_probe_ms() == 5000,
 	      "getters");
 
@@ -238,8 +267,8 @@ static void test_param(void)
 	CHECK(!strcmp(param_get(), "\n"), "not cleared: \"%s\"", param_get());
 	CHECK(lookup("mlx5_0", 1) == 0, "still redirected");
 
-	*shim_param_sa_redirect_timeout_ms = 0;
-	*shim_param_sa_redirect_probe_ms = 0;
+	TIMEOUT_MS = 0;
+	PROBE_MS = 0;
 	CHECK(ib_sa_redirect_timeout_ms() == 1, "timeout 0 not clamped");
 	CHECK(ib_sa_redirect_probe_ms() == 100, "probe 0 not clamped");
 	CHECK(ib_sa_redirect_mutex.held == 0, "mutex left held");
@@ -306,6 +335,37 @@ static void test_resend(void)
 	}
 }
 
+/* a refusal proves "not processed" only for a try that was not retried */
+static void test_not_processed(void)
+{
+	__be16 refusal = cpu_to_be16(0x000c);
+
+	CHECK(ib_sa_redirect_not_processed(IB_MGMT_METHOD_SET, 0, refusal),
+	      "a Set refused on its first try was processed");
+	/* the first try may have been relayed by a local SA that then died */
+	CHECK(!ib_sa_redirect_not_processed(IB_MGMT_METHOD_SET, 1, refusal),
+	      "a Set refused after a retry counts as not processed");
+	CHECK(!ib_sa_redirect_not_processed(0x15, 3, refusal),
+	      "a Delete refused after retries counts as not processed");
+	CHECK(ib_sa_redirect_not_processed(IB_MGMT_METHOD_GET, 2, refusal),
+	      "a Get refused after a retry is not asked of the SM");
+	CHECK(!ib_sa_redirect_not_processed(IB_MGMT_METHOD_GET, 0,
+					    cpu_to_be16(0x001c)),
+	      "an SA's own error counts as a refusal");
+}
+
+/* a target that answered neither the request nor a probe after it hangs */
+static void test_hung(void)
+{
+	static const u8 methods[] = { 0x01, 0x02, 0x15, 0x12 };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(methods); i++)
+		CHECK(ib_sa_redirect_may_resend(methods[i], IB_SA_REDIRECT_HUNG),
+		      "method 0x%02x not sent to the SM when the target hangs",
+		      methods[i]);
+}
+
 int main(void)
 {
 	test_parse();
@@ -313,6 +373,8 @@ int main(void)
 	test_param();
 	test_refused();
 	test_resend();
+	test_not_processed();
+	test_hung();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

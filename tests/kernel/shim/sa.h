@@ -24,6 +24,8 @@ enum ib_sa_redirect_outcome {
 	IB_SA_REDIRECT_REFUSED,
 	IB_SA_REDIRECT_TIMED_OUT,
 	IB_SA_REDIRECT_SEND_FAILED,
+	IB_SA_REDIRECT_HUNG,
+	IB_SA_REDIRECT_PARKED,
 };
 
 /* from the 6.12 series' KUnit patch on, the table's types are in sa.h */
@@ -52,6 +54,7 @@ unsigned int ib_sa_redirect_timeout_ms(void);
 unsigned int ib_sa_redirect_probe_ms(void);
 bool ib_sa_redirect_is_get(u8 method);
 bool ib_sa_redirect_refused(__be16 status);
+bool ib_sa_redirect_not_processed(u8 method, int retries, __be16 status);
 bool ib_sa_redirect_may_resend(u8 method, enum ib_sa_redirect_outcome outcome);
 void ib_sa_redirect_start(void);
 void ib_sa_redirect_changed(void);

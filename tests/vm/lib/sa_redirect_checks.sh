@@ -55,6 +55,14 @@ eq "... the table is empty" "$(table)" ""
 eq "... and it is logged" "$(dmesg | grep -c 'sa_redirect: invalid entry "\*:\*=0xc000": .*, redirect off')" $((before + 1))
 check "... writes are checked again once loaded" bash -c "! echo '*:*=0xc000' >$P/sa_redirect 2>/dev/null"
 check "unload" rmmod ib_core
+# the same for the two numbers: a bad value at load time is logged, the default kept
+check "a bad sa_redirect_timeout_ms / _probe_ms at load does not fail the load" \
+    load sa_redirect_timeout_ms=abc sa_redirect_probe_ms=200ms
+eq "... sa_redirect_timeout_ms keeps its default" "$(cat $P/sa_redirect_timeout_ms 2>/dev/null)" 200
+eq "... sa_redirect_probe_ms keeps its default" "$(cat $P/sa_redirect_probe_ms 2>/dev/null)" 5000
+check "... the log says why" bash -c "dmesg | grep -q 'sa_redirect_timeout_ms: invalid value \"abc\", keeping 200'"
+check "... both" bash -c "dmesg | grep -q 'sa_redirect_probe_ms: invalid value \"200ms\", keeping 5000'"
+check "unload" rmmod ib_core
 
 # 2. defaults
 check "patched ib_core loads" load

@@ -20,6 +20,13 @@
                                         a local SA: registers for SA Get on the port and
                                         answers every one (after DELAY seconds), logging
                                         "LOCAL attr=0xNNNN".
+  sa_stub.py localsa-sets /dev/infiniband/umadN LOG
+                                        the same, registered for Get, Set and Delete as
+                                        localsad is, answering all of them.
+  sa_stub.py localsa-relaydie /dev/infiniband/umadN LOG
+                                        registered for Get, Set and Delete; answers Gets,
+                                        relays the first Set to the SM (LID 1) without
+                                        answering it, logs "RELAYED" and exits.
 """
 import fcntl
 import heapq
@@ -133,11 +140,14 @@ def relay(dev, path):
             os.write(fd, msg)
 
 
-def localsa(dev, path, delay=0.0):
+def localsa(dev, path, delay=0.0, mode="get"):
     fd = os.open(dev, os.O_RDWR)
-    # struct ib_user_mad_reg_req (28 bytes): id, method_mask (2 longs, 4-aligned): Get,
-    # qpn 1, class 0x03 version 2, oui, rmpp_version 1
-    req = bytearray(struct.pack("<IQQBBB3sB", 0, 1 << 0x01, 0, 1, 0x03, 2, b"\0\0\0", 1).ljust(28, b"\0"))
+    # struct ib_user_mad_reg_req (28 bytes): id, method_mask (2 longs, 4-aligned): Get
+    # (and Set, Delete), qpn 1, class 0x03 version 2, oui, rmpp_version 1
+    mask = 1 << GET
+    if mode != "get":
+        mask |= 1 << SET | 1 << DELETE
+    req = bytearray(struct.pack("<IQQBBB3sB", 0, mask, 0, 1, 0x03, 2, b"\0\0\0", 1).ljust(28, b"\0"))
     fcntl.ioctl(fd, (3 << 30) | (28 << 16) | (0x1B << 8) | 0x01, req, True)  # REGISTER_AGENT
     agent = struct.unpack("<I", req[:4])[0]
     log(path, "REGISTERED agent=%d" % agent)
@@ -145,10 +155,21 @@ def localsa(dev, path, delay=0.0):
     while True:
         buf = os.read(fd, hdr_size + 256)
         mad = buf[hdr_size:]
-        if len(mad) < 24 or mad[1] != 0x03 or mad[3] != 0x01:
+        if len(mad) < 24 or mad[1] != 0x03 or mad[3] & 0x80:
             continue
         attr = struct.unpack(">H", mad[16:18])[0]
-        log(path, "LOCAL attr=0x%04x t=%.3f" % (attr, time.monotonic()))
+        log(path, "LOCAL attr=0x%04x method=0x%02x t=%.3f" % (attr, mad[3], time.monotonic()))
+        if mode == "relaydie" and mad[3] == SET:
+            # to the SM: QP1, LID 1, no response expected by this agent
+            out = bytearray(hdr_size)
+            out[0:4] = struct.pack("<I", agent)
+            out[20:24] = struct.pack(">I", 1)
+            out[24:28] = struct.pack(">I", QKEY)
+            out[28:30] = struct.pack(">H", SM_LID)
+            os.write(fd, bytes(out) + mad)
+            log(path, "RELAYED attr=0x%04x t=%.3f" % (attr, time.monotonic()))
+            time.sleep(0.05)
+            os._exit(0)
         if delay:
             time.sleep(delay)
         # back to the sender: keep qpn (20), lid (28) and sl (30) of the received header
@@ -162,5 +183,9 @@ def localsa(dev, path, delay=0.0):
 if __name__ == "__main__":
     if sys.argv[1] == "relay":
         relay(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "localsa-sets":
+        localsa(sys.argv[2], sys.argv[3], mode="sets")
+    elif sys.argv[1] == "localsa-relaydie":
+        localsa(sys.argv[2], sys.argv[3], mode="relaydie")
     else:
         localsa(sys.argv[2], sys.argv[3], float(sys.argv[4]) if len(sys.argv) > 4 else 0.0)
