@@ -177,7 +177,12 @@ def localsa(dev, path, delay=0.0, mode="get"):
         out[0:20] = struct.pack("<IIIII", agent, 0, 0, 0, 0)
         out[24:28] = struct.pack(">I", QKEY)
         out[31:33] = b"\0\0"  # path bits, no GRH
-        os.write(fd, bytes(out) + response(mad))
+        try:
+            os.write(fd, bytes(out) + response(mad))
+        except OSError as e:
+            # a request that waited while the stub was stopped may be refused by ib_umad
+            # (e.g. its sender's address is no longer valid); a local SA serves on
+            log(path, "SEND-FAILED attr=0x%04x errno=%d" % (attr, e.errno))
 
 
 if __name__ == "__main__":
