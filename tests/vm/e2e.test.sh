@@ -5,9 +5,10 @@
 # Two boots of kernel line $1:
 #   patched ib_core: paths and routes equal the master's and are served by localsad (repeats
 #     never reach the master); joins and leaves go through localsad's proxy and show at the
-#     master; localsad stopped -> each Get goes to the SM after sa_redirect_timeout_ms, the
-#     port stays redirected; kill -9 localsad -> queries go straight to the SM (no agent on
-#     the port); localsad restarted -> redirected again as soon as it registers;
+#     master; localsad stopped -> a Get goes to the SM after sa_redirect_timeout_ms, a probe
+#     finds it hung and the port uses the SM until SIGCONT; kill -9 localsad -> queries go
+#     straight to the SM (no agent on the port); localsad restarted -> redirected again as
+#     soon as it registers;
 #     LID change of simhca1 (ibsim Baselid) -> the redirect follows the new LID;
 #   stock ib_core (control): the same consumers talk to the master, localsad sees nothing.
 # A multi-record GetTable through localsad (RMPP both ways) is checked by localsad.test.sh.
@@ -209,26 +210,32 @@ check "... the master no longer has the group" wait_until 10 no_member "$MGID"
 check "... the leave was proxied by localsad" test "$(stat_of proxied_requests)" -gt "$px1"
 eq "no fallback to the SM so far" "$fb0" "$(redir 5)"
 
-# --- localsad stopped (SIGSTOP): it is registered but does not answer; each Get goes to
-#     the SM after sa_redirect_timeout_ms, the port stays redirected (no probe for self)
+# --- localsad stopped (SIGSTOP): it is registered but does not answer; a Get goes to the SM
+#     after sa_redirect_timeout_ms and the port probes "self": unanswered, the port uses the
+#     SM until a probe is answered
 section "localsad stopped"
 kill -STOP "$DAEMON"
 fb1=$(redir 5)
-for i in 0 1; do
-    m=$(master_pr "${DESTS[$i]}")
-    r=$(op route "${DESTS[$i]}")
-    e=$(elapsed_of "$r")
-    check "localsad stopped: route $i still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
-    check "... after the target's timeout, within the caller's ($REDIR_MS <= $e <= $TIMEOUT_MS + $REDIR_MS ms)" \
-        test -n "$e" -a "$e" -ge "$REDIR_MS" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
-done
-eq "... each fell back to the SM" $((fb1 + 2)) "$(redir 5)"
-eq "... the port stays redirected" redirect "$(redir 3)"
+m=$(master_pr "${DESTS[0]}")
+r=$(op route "${DESTS[0]}")
+e=$(elapsed_of "$r")
+check "localsad stopped: a route still resolves, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... after the target's timeout, within the caller's ($REDIR_MS <= $e <= $TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "$e" -ge "$REDIR_MS" -a "$e" -le $((TIMEOUT_MS + REDIR_MS))
+eq "... it fell back to the SM" $((fb1 + 1)) "$(redir 5)"
+check "... the stopped localsad is probed and found hung: fallback" wait_until 10 state_is fallback
+m=$(master_pr "${DESTS[1]}")
+r=$(op route "${DESTS[1]}")
+e=$(elapsed_of "$r")
+check "the next route goes to the SM at once, equal to the master's ($r)" test -n "$m" -a "$m" = "$(fields "$r")"
+check "... at master speed (elapsed_ms $e < $REDIR_MS)" test -n "$e" -a "$e" -lt "$REDIR_MS"
+eq "... without a try at localsad" $((fb1 + 1)) "$(redir 5)"
 kill -CONT "$DAEMON"
+check "SIGCONT: a probe finds localsad answering again" wait_until 10 state_is redirect
 rd1=$(redir 4)
 r=$(op route "${DESTS[0]}")
-check "SIGCONT: the next route is served by localsad again ($r)" test -n "$(fields "$r")"
-check "... redirected, no fallback" test "$(redir 4)" -gt "$rd1" -a "$(redir 5)" = $((fb1 + 2))
+check "... the next route is served by localsad again ($r)" test -n "$(fields "$r")"
+check "... redirected, no fallback" test "$(redir 4)" -gt "$rd1" -a "$(redir 5)" = $((fb1 + 1))
 
 # --- kill -9 localsad: nobody serves the SA class on the port; the MAD layer knows, and the
 #     queries go straight to the SM: no try at the port, no refusal, no delay
