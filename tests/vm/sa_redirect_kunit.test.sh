@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# vm test: the KUnit suite of the ib_core.sa_redirect parser (sa_redirect_test.ko, the last
-# patch of the 6.12 series) run on the debug line, where the series is built in tree with
+# vm test: the KUnit suite of the ib_core.sa_redirect parser (sa_redirect_test.ko, patch
+# 7 of the 6.12 series) run on the debug line, where the series is built in tree with
 # CONFIG_KUNIT: loading the module runs the suite. Checked from both of its reports, the
 # KTAP results in debugfs (/sys/kernel/debug/kunit/ib_sa_redirect/results) and the summary
 # in the kernel log: every case ran and passed, none failed or was skipped.
