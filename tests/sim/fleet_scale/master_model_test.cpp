@@ -192,3 +192,14 @@ TEST_CASE("master model: a port that is down is not answered nor in a table") {
                2)
               .records == 1);
 }
+
+TEST_CASE("master queue: an idle master takes a query at once, at any time (negative too)") {
+    MasterCapacity cap;
+    cap.transactions_per_s = 1'000;
+    MasterQueue q(cap);
+    const auto o = q.admit(-60'000'000, 1);
+    CHECK(o.admit == MasterQueue::Admit::Served);
+    CHECK(o.done_us == -60'000'000 + 1'000);
+    CHECK(q.offer(-60'000'000) == MasterQueue::Admit::Served);
+    CHECK(q.worst_wait_us() == 1'000);
+}

@@ -218,7 +218,7 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
     const auto admit = queue_.offer(now);
     if (admit == MasterQueue::Admit::Dropped) {
         // Dropped before it was read: it costs the master nothing; the node's try times out.
-        count_offered(0, background);
+        count_offered(0, background, admit);
         return;
     }
     auto a = admit == MasterQueue::Admit::Busy
@@ -226,7 +226,7 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
                                 sa::make_error_response(request, mad::status::kBusy), 0}
                  : master_.answer(request, n.port.lid);
     const auto done_us = admit == MasterQueue::Admit::Busy ? now : queue_.serve(now, a.records);
-    count_offered(a.records, background);
+    count_offered(a.records, background, admit);
     const auto second = static_cast<std::size_t>((now + p_.warmup.count() * 1'000'000) / 1'000'000);
     if (second < seconds_.size()) {
         auto& s = seconds_[second];
@@ -261,7 +261,7 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
        });
 }
 
-void Fleet::count_offered(std::size_t records, bool background) {
+void Fleet::count_offered(std::size_t records, bool background, MasterQueue::Admit admit) {
     const auto second =
         static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
     if (second >= seconds_.size())
@@ -270,6 +270,8 @@ void Fleet::count_offered(std::size_t records, bool background) {
     ++s.queries;
     s.background += background;
     s.work_us += p_.master.cost_us(records);
+    s.dropped += admit == MasterQueue::Admit::Dropped;
+    s.busy += admit == MasterQueue::Admit::Busy;
 }
 
 void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
@@ -312,7 +314,7 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
         ++fail_open_queries_;
         const auto admit = queue_.offer(now_us());
         const std::size_t records = admit == MasterQueue::Admit::Served && answerable ? 1 : 0;
-        count_offered(records, false);
+        count_offered(records, false, admit);
         if (admit == MasterQueue::Admit::Dropped)
             return; // the client's own retry is not modelled
         const auto done =
@@ -405,13 +407,19 @@ nlohmann::json Fleet::run(Scenario scenario) {
     const std::int64_t s = 1'000'000;
     // Warm-up: every node starts as localsad does (ClassPortInfo, subscriptions, the preload
     // after a random delay in the spread window).
-    if (scenario != Scenario::PowerOn)
-        at(-p_.warmup.count() * s, [this] {
-            for (auto& n : nodes_) {
-                n->sa->start();
-                n->coherence->start();
-            }
-        });
+    if (scenario != Scenario::PowerOn) {
+        // Started within the power-on window (a fleet-wide systemctl start), not in one
+        // microsecond: 7 queries of every node at once would overflow the master's queue.
+        std::mt19937_64 rng(0x5ca1e);
+        const auto window = std::max<std::int64_t>(p_.power_on_window.count() * s, 1);
+        for (std::size_t i = 0; i < nodes_.size(); ++i)
+            at(-p_.warmup.count() * s +
+                   static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window)),
+               [this, i] {
+                   nodes_[i]->sa->start();
+                   nodes_[i]->coherence->start();
+               });
+    }
     run_until(0);
     const auto job_at = [&](std::int64_t t, std::uint16_t first_port) {
         at(t, [this, first_port] { job_start(first_port); });
@@ -526,6 +534,11 @@ nlohmann::json Fleet::report(Scenario scenario) {
         kinds[kind_name(static_cast<QueryKind>(k))] = by_kind_[k];
     double peak_work_us = 0;
     std::size_t peak_work_at = 0;
+    std::uint64_t dropped = 0, busy = 0;
+    for (std::size_t i = warm; i < seconds_.size(); ++i) {
+        dropped += seconds_[i].dropped;
+        busy += seconds_[i].busy;
+    }
     for (std::size_t i = warm; i < seconds_.size(); ++i)
         if (seconds_[i].work_us > peak_work_us) {
             peak_work_us = seconds_[i].work_us;
@@ -539,8 +552,8 @@ nlohmann::json Fleet::report(Scenario scenario) {
                    {"records", records},
                    {"records_per_hour", static_cast<double>(records) / hours},
                    {"by_kind", kinds},
-                   {"dropped", queue_.dropped()},
-                   {"busy", queue_.busy()},
+                   {"dropped", dropped},
+                   {"busy", busy},
                    // The busiest second's work offered to the master, in seconds of its time
                    // (its capacity: 1).
                    {"peak_over_capacity", peak_work_us / 1e6},
@@ -595,13 +608,20 @@ nlohmann::json Fleet::report(Scenario scenario) {
                                 {"worst_client_wait_s", worst_wait_s + per_query_us / 1e6}};
     }
     // The warm-up: a fleet-wide start of localsad.
-    std::uint64_t start_total = 0;
+    std::uint64_t start_total = 0, start_dropped = 0, start_records = 0;
     std::uint32_t start_peak = 0;
+    double start_work = 0;
     for (std::size_t i = 0; i < warm && i < seconds_.size(); ++i) {
         start_total += seconds_[i].queries;
+        start_dropped += seconds_[i].dropped;
+        start_records += seconds_[i].records;
         start_peak = std::max(start_peak, seconds_[i].queries);
+        start_work = std::max(start_work, seconds_[i].work_us);
     }
     j["startup"] = {{"queries_per_node", static_cast<double>(start_total) / n},
+                    {"records", start_records},
+                    {"dropped", start_dropped},
+                    {"peak_over_capacity", start_work / 1e6},
                     {"peak_qps", start_peak}};
 
     // An idle cache: PathRecord queries after the first job's answers went idle (its idle

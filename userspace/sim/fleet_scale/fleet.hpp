@@ -95,7 +95,7 @@ private:
     void steady_use(std::size_t node, std::int64_t t_us, std::size_t k, std::int64_t end_us);
     void switch_leaf(bool down);
     // Counts a query offered to the master at now_us() (its time of `records` records).
-    void count_offered(std::size_t records, bool background);
+    void count_offered(std::size_t records, bool background, MasterQueue::Admit admit);
     nlohmann::json report(Scenario scenario);
 
     FleetParams p_;
@@ -115,10 +115,11 @@ private:
         std::uint32_t queries = 0;
         std::uint32_t background = 0;
         std::uint64_t records = 0;
-        std::uint32_t path_queries = 0;   // PathRecord Get and GetTable
-        double work_us = 0;               // the master's time for what it was offered
-        std::uint32_t client_asks = 0;    // client questions (without localsa: one Get each)
-        std::uint32_t client_records = 0; // ... of which answerable (the peer is up)
+        std::uint32_t path_queries = 0;      // PathRecord Get and GetTable
+        double work_us = 0;                  // the master's time for what it was offered
+        std::uint32_t client_asks = 0;       // client questions (without localsa: one Get each)
+        std::uint32_t client_records = 0;    // ... of which answerable (the peer is up)
+        std::uint32_t dropped = 0, busy = 0; // by the master (its queue full; BUSY)
     };
     std::vector<Second> seconds_; // from the start of the warm-up
     std::array<std::uint64_t, kQueryKinds> by_kind_{};

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -93,7 +94,7 @@ private:
     MasterCapacity cap_;
     // When each query taken and not yet answered is done, in order.
     std::deque<std::int64_t> waiting_;
-    double free_at_us_ = 0; // when the server is free
+    double free_at_us_ = std::numeric_limits<double>::lowest(); // when the server is free
     std::uint64_t dropped_ = 0, busy_ = 0;
     std::int64_t worst_wait_us_ = 0;
 };
