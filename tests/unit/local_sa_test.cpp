@@ -209,6 +209,37 @@ TEST_CASE("PathRecord errors OpenSM decides alone are answered locally", "[local
         REQUIRE(sent.size() == 1);
         CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
     }
+    // OpenSM checks the rate, then the MTU, then the ServiceID (osm_pr_rcv_process): the first
+    // check that fails decides the status.
+    SECTION("a rate outside 2..22 with its selector, and half a ServiceID") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kRateSelector | sa::pr_mask::kRate |
+                                    sa::pr_mask::kServiceIdHigh);
+        req[56 + 55] = 0x80 | 1;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
+    SECTION("a rate above 600 Gb/s (23) with its selector") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kRateSelector | sa::pr_mask::kRate);
+        req[56 + 55] = 0x80 | 23;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
+    SECTION("an invalid MTU and half a ServiceID: the MTU decides") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kMtuSelector | sa::pr_mask::kMtu |
+                                    sa::pr_mask::kServiceIdLow);
+        req[56 + 54] = 0x80 | 0;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
     CHECK(f.sa->counters().upstream_requests == 0);
 }
 

@@ -18,6 +18,13 @@ using namespace mad;
 std::uint16_t validate_path_request(Bytes request) {
     const auto mask = load_be64(request, mad::offset::kCompMask);
     const auto pr = request.subspan(kSaHeaderSize);
+    // In OpenSM's order (osm_pr_rcv_process): the rate, the MTU, then the ServiceID; the first
+    // that fails decides the status. Valid rates are 2.5 Gb/s (2) to 600 Gb/s (22).
+    if ((mask & pr_mask::kRateSelector) && (mask & pr_mask::kRate)) {
+        const auto rate = pr[55] & 0x3f;
+        if (rate < 2 || rate > 22)
+            return status::kSaReqInvalid;
+    }
     if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
         const auto mtu = pr[54] & 0x3f;
         if (mtu < 1 || mtu > 5)
