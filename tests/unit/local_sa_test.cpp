@@ -733,3 +733,39 @@ TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers 
         CHECK(sent[0].to.lid == kSmLid);
     }
 }
+
+TEST_CASE("after a resync a new miss is a question of its own, to the new master", "[local_sa]") {
+    // Issue 26 item 11: a miss asked before the resync (the old SM) must not be joined by the
+    // misses after it; its answer reaches its own requesters only, and is not stored.
+    LocalSaConfig c;
+    c.path_record.requester_deadline = 2s;
+    Fixture f(c);
+    f.deliver(from_lid(kOwnLid, path_request(0x41, 0x100005)));
+    const auto old_query = f.transport.take();
+    REQUIRE(old_query.size() == 1);
+    CHECK(old_query[0].to.lid == kSmLid);
+
+    f.transport.state.sm_lid = 2; // SM fail-over; coherence resyncs
+    f.sa->coherence_parts().path_records.new_generation();
+    f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1); // not coalesced with the old SM's question
+    CHECK(sent[0].to.lid == 2);
+    CHECK(f.sa->path_records().pending() == 2); // the old question, and the new
+
+    // The old SM answers its question: its requester gets it, nothing is stored.
+    f.deliver(from_lid(kSmLid, master_path_answer(old_query[0].bytes, 8)));
+    auto out = f.transport.take();
+    REQUIRE(out.size() == 1);
+    CHECK(mad::tid_of(out[0].bytes) == 0x41);
+    CHECK(f.sa->cache().size() == 0);
+
+    // The new SM's answer goes to the new requester and is stored.
+    f.deliver(from_lid(2, master_path_answer(sent[0].bytes, 9)));
+    out = f.transport.take();
+    REQUIRE(out.size() == 1);
+    CHECK(mad::tid_of(out[0].bytes) == 0x42);
+    CHECK(sa::PathRecord::unpack(mad::Bytes{out[0].bytes}.subspan(56)).dlid == 9);
+    CHECK(f.sa->cache().size() == 1);
+    CHECK(f.sa->path_records().pending() == 0);
+}

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace localsa::sa {
 
@@ -201,9 +202,29 @@ bool same_request(Bytes a, Bytes b) {
 }
 } // namespace
 
+std::size_t PathRecordService::pending() const {
+    auto n = pending_.size();
+    for (const auto& [generation, questions] : retired_)
+        n += questions.size();
+    return n;
+}
+
+void PathRecordService::new_generation() {
+    if (!pending_.empty())
+        retired_[generation_] = std::exchange(pending_, {});
+    ++generation_;
+}
+
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                                     upstream::Reply reply) {
-    auto node = pending_.extract(key);
+    PendingMap::node_type node;
+    if (generation == generation_) {
+        node = pending_.extract(key);
+    } else if (auto r = retired_.find(generation); r != retired_.end()) {
+        node = r->second.extract(key);
+        if (r->second.empty())
+            retired_.erase(r);
+    }
     if (node.empty())
         return;
     auto& waiters = node.mapped();
