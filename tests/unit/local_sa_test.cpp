@@ -769,3 +769,38 @@ TEST_CASE("after a resync a new miss is a question of its own, to the new master
     CHECK(f.sa->cache().size() == 1);
     CHECK(f.sa->path_records().pending() == 0);
 }
+
+TEST_CASE("a relayed request the master ignores reaches it once per try of the requester",
+          "[local_sa]") {
+    // Issue 26 item 15: OpenSM drops Set(SMInfoRecord) and a wrong SM_Key silently; the
+    // requester retries on its own, so localsad must not add retries of its own.
+    Fixture f;
+    mad::SaMad q;
+    q.header.method = mad::method::kSet;
+    q.header.attr_id = 0x18; // SMInfoRecord
+    q.header.tid = 0x77;
+    q.sm_key = 0x1234; // a key the master may not know
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+    // The one try waits the whole budget: a slow answer still reaches the requester.
+    CHECK(sent[0].timeout == f.config.upstream.patience());
+    f.clock.advance(f.config.upstream.patience() + 100ms);
+    CHECK(f.transport.take().empty());
+    CHECK(f.sa->counters().upstream_requests == 1);
+    CHECK(f.sa->counters().upstream_retries == 0);
+
+    // The requester's own retry is relayed once more, and a late answer still comes back.
+    q.header.tid = 0x78;
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    f.clock.advance(f.config.upstream.try_timeout * 2);
+    CHECK(f.transport.take().empty());
+    f.deliver(from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kSaReqInvalid)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x78);
+    CHECK(f.sa->counters().upstream_requests == 2);
+}

@@ -113,6 +113,14 @@ check "invalid rate and half a ServiceID -> REQ_INVALID at the master" \
     test "$(status_of raw --hex "$bad_rate" --lid "$SM_LID")" = REQ_INVALID
 check "... and the same from localsad" \
     test "$(status_of raw --hex "$bad_rate" --lid "$OWN_LID")" = REQ_INVALID
+# What the master ignores reaches it once per request, as when asked directly (item 15).
+smir0=$(sa_count SMInfoRecord)
+status_of sa --attr 0x18 --method set --lid "$SM_LID" --timeout-ms 1500 >/dev/null
+smir1=$(sa_count SMInfoRecord)
+status_of sa --attr 0x18 --method set --lid "$OWN_LID" --timeout-ms 1500 >/dev/null
+smir2=$(sa_count SMInfoRecord)
+check "Set(SMInfoRecord) through localsad reaches OpenSM as often as asked directly ($((smir1 - smir0)) / $((smir2 - smir1)))" \
+    test $((smir2 - smir1)) -eq $((smir1 - smir0)) -a $((smir1 - smir0)) -ge 1
 stray_before=$(stats_of stray_rmpp)
 check "RMPP on a Get is dropped (no answer)" \
     test -z "$(status_of raw --hex "$(mad_with 48 0101010000000000)" --lid "$OWN_LID")"

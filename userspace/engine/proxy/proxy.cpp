@@ -17,6 +17,12 @@ void Proxy::forward(const transport::InboundMad& request, Observer observe) {
     ++counters_.proxied_requests;
     const auto tid = mad::tid_of(request.bytes);
     const auto from = request.from;
+    // One try: the requester retries on its own schedule (a new MAD each time, relayed again),
+    // so localsad's retries would multiply what reaches the master, and what the master drops
+    // silently (a Set it ignores, a wrong SM_Key) would reach it three times per try of the
+    // requester. The one try waits the whole budget, so a slow answer is still relayed.
+    upstream::SubmitOptions options;
+    options.single_try = true;
     upstream_.submit(request.bytes, [this, tid, from,
                                      observe = std::move(observe)](upstream::Reply reply) {
         if (reply.outcome != upstream::Outcome::Response) {
@@ -29,7 +35,7 @@ void Proxy::forward(const transport::InboundMad& request, Observer observe) {
         if (observe)
             observe(reply.response);
         send_counted(transport_, counters_, relay_response(std::move(reply.response), tid), from);
-    });
+    }, options);
 }
 
 } // namespace localsa::proxy

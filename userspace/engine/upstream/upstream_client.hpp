@@ -54,6 +54,10 @@ struct SubmitOptions {
     std::optional<Clock::time_point> deadline;
     // The wait per try, if not the configured one (a GetTable sized by its transfer).
     std::optional<std::chrono::milliseconds> try_timeout;
+    // One try, waiting what all the tries would have (patience): for a relayed request whose
+    // requester retries on its own (the master sees each of its retries once, as without
+    // localsad); a BUSY answer is then the requester's, as from the master.
+    bool single_try = false;
 };
 
 enum class Outcome { Response, Timeout, Overloaded, NoMaster };
