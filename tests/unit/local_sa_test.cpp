@@ -804,3 +804,48 @@ TEST_CASE("a relayed request the master ignores reaches it once per try of the r
     CHECK(mad::tid_of(sent[0].bytes) == 0x78);
     CHECK(f.sa->counters().upstream_requests == 2);
 }
+
+TEST_CASE("the master's ClassPortInfo is asked again until learned", "[local_sa][cpi]") {
+    // Issue 26 item 2: OpenSM ignores SA MADs during its first sweep; a lost, ignored or BUSY
+    // answer must not leave the capabilities unknown until the next resync.
+    Fixture f;
+    f.sa->start();
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    // Ignored: every try times out.
+    f.clock.advance(f.config.upstream.patience() + 50ms);
+    CHECK(f.transport.take().size() == static_cast<std::size_t>(f.config.upstream.retries));
+    CHECK(!f.sa->class_port_info().master());
+    // Asked again after a back-off (1 s), not at once.
+    f.clock.advance(500ms);
+    CHECK(f.transport.take().empty());
+    f.clock.advance(600ms);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    // BUSY on every try: asked again later too (after 2 s).
+    for (int i = 0; i <= f.config.upstream.retries; ++i) {
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kBusy)));
+        f.clock.advance(150ms); // past the BUSY hold-back, within a try
+        sent = f.transport.take();
+    }
+    CHECK(sent.empty());
+    CHECK(!f.sa->class_port_info().master());
+    f.clock.advance(2s);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    sa::ClassPortInfo master;
+    master.capability_mask = 0x2602;
+    auto answer = sent[0].bytes;
+    answer[3] = mad::method::kGetResp;
+    master.pack(mad::MutableBytes{answer}.subspan(56, sa::ClassPortInfo::kSize));
+    f.deliver(from_lid(kSmLid, answer));
+    CHECK(f.sa->class_port_info().master());
+    // Learned: never asked again.
+    f.clock.advance(10min);
+    for (const auto& s : f.transport.take())
+        CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kClassPortInfo);
+}
