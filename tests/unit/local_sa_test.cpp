@@ -849,3 +849,37 @@ TEST_CASE("the master's ClassPortInfo is asked again until learned", "[local_sa]
     for (const auto& s : f.transport.take())
         CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kClassPortInfo);
 }
+
+TEST_CASE("a table's try is sized by its RMPP transfer, not one 200 ms MAD", "[local_sa][rmpp]") {
+    // Issue 26 item 8: a client's GetTable miss, its refresh and a relayed table.
+    Fixture f;
+    const auto unknown = upstream::table_try_timeout(f.config.upstream.try_timeout,
+                                                     upstream::kUnknownTableBytes);
+    CHECK(unknown > f.config.upstream.patience());
+    SECTION("a client's GetTable(PathRecord) miss") {
+        f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005, mad::method::kGetTable)));
+        const auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout >= unknown);
+    }
+    SECTION("a relayed GetTable(NodeRecord)") {
+        mad::SaMad q;
+        q.header.method = mad::method::kGetTable;
+        q.header.attr_id = mad::attr::kNodeRecord;
+        q.header.tid = 9;
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout >= unknown);
+        // Sized by the last answer from then on: a small table, a short try.
+        auto answer = sent[0].bytes;
+        answer[3] = mad::method::kGetTableResp;
+        f.deliver(from_lid(kSmLid, answer));
+        f.transport.take();
+        q.header.tid = 10;
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout == f.config.upstream.patience());
+    }
+}

@@ -32,7 +32,7 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, Clock& clock,
                  transport::MadTransport& transport, LocalSaConfig config)
     : clock_(clock), transport_(transport), config_(config), cache_(config.cache_max_entries),
       upstream_(executor, clock, transport, counters_, config.upstream),
-      proxy_(upstream_, transport, counters_),
+      proxy_(upstream_, transport, counters_, config.upstream.try_timeout),
       path_records_(clock, cache_, preload_, upstream_, proxy_, transport, counters_,
                     with_refresh_grace(config.path_record, config.upstream)),
       class_port_info_(executor, clock, upstream_, proxy_, transport, counters_,
@@ -56,6 +56,7 @@ void LocalSa::reconfigure(const LocalSaConfig& config) {
     config_.upstream = config.upstream;
     config_.path_record = config.path_record;
     upstream_.set_config(config.upstream);
+    proxy_.set_try_timeout(config.upstream.try_timeout);
     path_records_.set_config(with_refresh_grace(config.path_record, config.upstream));
     class_port_info_.set_resp_time_value(own_resp_time_value(config.upstream));
 }

@@ -168,6 +168,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
     options.deadline = now + config_.requester_deadline;
+    if (m == method::kGetTable)
+        options.try_timeout = table_try_timeout(key);
     upstream_.submit(
         in.bytes,
         [this, key, generation = generation_](upstream::Reply reply) {
@@ -330,12 +332,27 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
     std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
     upstream::SubmitOptions options;
     options.priority = upstream::Priority::Background;
+    if (key.method == method::kGetTable)
+        options.try_timeout = table_try_timeout(key);
     upstream_.submit(
         q.pack(),
         [this, key, generation = generation_](upstream::Reply reply) {
             on_upstream(key, generation, std::move(reply));
         },
         options);
+}
+
+std::chrono::milliseconds PathRecordService::table_try_timeout(const cache::PathQueryKey& key) {
+    // Sized by this question's last answer, else by the preloaded paths of the port (a table
+    // from this port holds about as many), else by a fabric of 4,096.
+    std::size_t bytes = 0;
+    if (const auto old = cache_.peek(key))
+        bytes = old->records.size();
+    if (bytes == 0)
+        bytes = preload_.size() * PathRecord::kSize;
+    if (bytes == 0)
+        bytes = upstream::kUnknownTableBytes;
+    return upstream::table_try_timeout(upstream_.config().try_timeout, bytes);
 }
 
 void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {

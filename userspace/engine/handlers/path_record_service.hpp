@@ -102,6 +102,8 @@ private:
     void on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                      upstream::Reply reply);
     Clock::duration jittered_ttl();
+    // One try's wait for a GetTable answer: its whole RMPP transfer must fit.
+    std::chrono::milliseconds table_try_timeout(const cache::PathQueryKey& key);
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     Clock& clock_;

@@ -23,8 +23,21 @@ void Proxy::forward(const transport::InboundMad& request, Observer observe) {
     // requester. The one try waits the whole budget, so a slow answer is still relayed.
     upstream::SubmitOptions options;
     options.single_try = true;
-    upstream_.submit(request.bytes, [this, tid, from,
+    const auto m = request.bytes[mad::offset::kMethod];
+    const bool table = m == mad::method::kGetTable || m == mad::method::kGetTraceTable ||
+                       m == mad::method::kGetMulti;
+    const auto attr = mad::load_be16(request.bytes, mad::offset::kAttrId);
+    if (table) {
+        // A table's whole RMPP transfer must fit the try: sized by this attribute's last table.
+        const auto known = table_bytes_.find(attr);
+        options.try_timeout = upstream::table_try_timeout(
+            try_timeout_, known != table_bytes_.end() ? known->second : upstream::kUnknownTableBytes);
+    }
+    upstream_.submit(request.bytes, [this, tid, from, table, attr,
                                      observe = std::move(observe)](upstream::Reply reply) {
+        if (table && reply.outcome == upstream::Outcome::Response &&
+            reply.response.size() > mad::kSaHeaderSize)
+            table_bytes_[attr] = reply.response.size() - mad::kSaHeaderSize;
         if (reply.outcome != upstream::Outcome::Response) {
             // No answer from the master: the requester gets none either and
             // retries on its own schedule, exactly as if it had asked the master
