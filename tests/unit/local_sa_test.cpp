@@ -853,8 +853,8 @@ TEST_CASE("the master's ClassPortInfo is asked again until learned", "[local_sa]
 TEST_CASE("a table's try is sized by its RMPP transfer, not one 200 ms MAD", "[local_sa][rmpp]") {
     // Issue 26 item 8: a client's GetTable miss, its refresh and a relayed table.
     Fixture f;
-    const auto unknown = upstream::table_try_timeout(f.config.upstream.try_timeout,
-                                                     upstream::kUnknownTableBytes);
+    const auto unknown =
+        upstream::table_try_timeout(f.config.upstream.try_timeout, upstream::kUnknownTableBytes);
     CHECK(unknown > f.config.upstream.patience());
     SECTION("a client's GetTable(PathRecord) miss") {
         f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005, mad::method::kGetTable)));

@@ -31,24 +31,28 @@ void Proxy::forward(const transport::InboundMad& request, Observer observe) {
         // A table's whole RMPP transfer must fit the try: sized by this attribute's last table.
         const auto known = table_bytes_.find(attr);
         options.try_timeout = upstream::table_try_timeout(
-            try_timeout_, known != table_bytes_.end() ? known->second : upstream::kUnknownTableBytes);
+            try_timeout_,
+            known != table_bytes_.end() ? known->second : upstream::kUnknownTableBytes);
     }
-    upstream_.submit(request.bytes, [this, tid, from, table, attr,
-                                     observe = std::move(observe)](upstream::Reply reply) {
-        if (table && reply.outcome == upstream::Outcome::Response &&
-            reply.response.size() > mad::kSaHeaderSize)
-            table_bytes_[attr] = reply.response.size() - mad::kSaHeaderSize;
-        if (reply.outcome != upstream::Outcome::Response) {
-            // No answer from the master: the requester gets none either and
-            // retries on its own schedule, exactly as if it had asked the master
-            // directly.
-            return;
-        }
-        ++counters_.proxied_responses;
-        if (observe)
-            observe(reply.response);
-        send_counted(transport_, counters_, relay_response(std::move(reply.response), tid), from);
-    }, options);
+    upstream_.submit(
+        request.bytes,
+        [this, tid, from, table, attr, observe = std::move(observe)](upstream::Reply reply) {
+            if (table && reply.outcome == upstream::Outcome::Response &&
+                reply.response.size() > mad::kSaHeaderSize)
+                table_bytes_[attr] = reply.response.size() - mad::kSaHeaderSize;
+            if (reply.outcome != upstream::Outcome::Response) {
+                // No answer from the master: the requester gets none either and
+                // retries on its own schedule, exactly as if it had asked the master
+                // directly.
+                return;
+            }
+            ++counters_.proxied_responses;
+            if (observe)
+                observe(reply.response);
+            send_counted(transport_, counters_, relay_response(std::move(reply.response), tid),
+                         from);
+        },
+        options);
 }
 
 } // namespace localsa::proxy
