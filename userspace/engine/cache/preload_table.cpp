@@ -157,8 +157,13 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
             if (!consider(i->second))
                 return std::nullopt;
     }
-    if (found)
+    if (found) {
         t.used = true;
+        // The answer to a Get: OpenSM's first round (pr_rcv_get_port_pair_paths) starts at the
+        // pair the Get fixes, or the first LIDs, and a Get stops at its first path, Preference
+        // 0. The table's Preference 2 is that of an off-diagonal pair in a GetTable.
+        (*found)[pr_offset::kPreference] = 0;
+    }
     return found;
 }
 

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -75,11 +76,12 @@ public:
     // The cache key of a request: its method, its mask less key_ignores() and the fields left.
     cache::PathQueryKey key_of(mad::Bytes request) const;
 
-    // Misses waiting for the master, for stats and tests.
-    std::size_t pending() const { return pending_.size(); }
+    // Misses waiting for the master, for stats and tests (those asked before a resync too).
+    std::size_t pending() const;
     // A resync: answers to questions asked before it are relayed to their requesters but never
-    // stored (they may come from the former master, or about the former port state).
-    void new_generation() { ++generation_; }
+    // stored (they may come from the former master, or about the former port state), and no
+    // miss after it joins them: it is a question of its own, to the master of now.
+    void new_generation();
 
 private:
     struct Waiter {
@@ -100,6 +102,8 @@ private:
     void on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                      upstream::Reply reply);
     Clock::duration jittered_ttl();
+    // One try's wait for a GetTable answer: its whole RMPP transfer must fit.
+    std::chrono::milliseconds table_try_timeout(const cache::PathQueryKey& key);
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     Clock& clock_;
@@ -110,7 +114,11 @@ private:
     transport::MadTransport& transport_;
     Counters& counters_;
     PathRecordConfig config_;
-    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash> pending_;
+    using PendingMap =
+        std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash>;
+    PendingMap pending_; // asked in this generation
+    // Asked before a resync, by generation: their answers go to their waiters only.
+    std::map<std::uint64_t, PendingMap> retired_;
     StaleCheck stale_check_;
     cache::PathAnswer stale_scratch_;
     std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
