@@ -53,8 +53,7 @@ public:
     // for the refresh of an answer taken from the table, which is no demand of its own.
     std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
                                 const sa::Gid& own, Clock::time_point now,
-                                Clock::time_point* fetched = nullptr,
-                                bool count_use = true) const;
+                                Clock::time_point* fetched = nullptr, bool count_use = true) const;
 
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =

@@ -235,8 +235,8 @@ void Coherence::on_routing_epoch(const RoutingEpoch& epoch) {
         spdlog::info("routing epoch {} (SM port {:#x}): renewing what is in use within {} ms",
                      epoch.value, epoch.sm_port_guid, renewal_window().count());
     } else {
-        spdlog::info("routing epoch {} (SM port {:#x}): answers kept until it changes",
-                     epoch.value, epoch.sm_port_guid);
+        spdlog::info("routing epoch {} (SM port {:#x}): answers kept until it changes", epoch.value,
+                     epoch.sm_port_guid);
     }
     trust(changed);
 }
@@ -283,8 +283,8 @@ void Coherence::trust(bool changed) {
     for (auto& [k, a] : all) {
         // Unchanged: valid until the epoch moves. Changed: each answer in use is asked again
         // at a random moment of the window (the idle ones leave at it), not all at once.
-        a.refresh_at = changed ? now + jitter_.up_to(window)
-                               : now + sa::PathRecordService::kTrustedHorizon;
+        a.refresh_at =
+            changed ? now + jitter_.up_to(window) : now + sa::PathRecordService::kTrustedHorizon;
         a.expires = a.refresh_at + max_staleness;
         a.used_at.reset();
         a.keep_use = true;

@@ -90,7 +90,8 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
         } else {
             unchanged_renewals_ = 0;
         }
-        path_records_.set_table_fresh_for(renew_interval() + path_records_.config().positive_ttl / 10);
+        path_records_.set_table_fresh_for(renew_interval() +
+                                          path_records_.config().positive_ttl / 10);
         schedule_renewal();
         return;
     }
@@ -127,10 +128,9 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
                 auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
                 if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
                     const auto now = clock_.now();
-                    const auto until =
-                        trusted_ ? now + sa::PathRecordService::kTrustedHorizon
-                                 : now + std::max<Clock::duration>(config_.validity,
-                                                                   renew_interval() * 2);
+                    const auto until = trusted_ ? now + sa::PathRecordService::kTrustedHorizon
+                                                : now + std::max<Clock::duration>(
+                                                            config_.validity, renew_interval() * 2);
                     any_changed_ |= table_.replace(pkey, recs.bytes, until, now);
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.

@@ -36,8 +36,8 @@ public:
     // `out_of_service`: GIDs the master reported gone; a table that arrives later drops them.
     Preloader(boost::asio::any_io_executor executor, Clock& clock,
               transport::MadTransport& transport, upstream::UpstreamClient& upstream,
-              cache::PreloadTable& table, sa::PathRecordService& path_records,
-              Counters& counters, const std::set<sa::Gid>& out_of_service, PreloaderConfig config);
+              cache::PreloadTable& table, sa::PathRecordService& path_records, Counters& counters,
+              const std::set<sa::Gid>& out_of_service, PreloaderConfig config);
 
     bool enabled() const { return config_.enabled; }
     // Preloads after a random delay in the spread window (the start).
@@ -82,7 +82,7 @@ private:
     std::string state_ = "idle";
     Clock::time_point preloaded_at_{}; // when the last preload ended
     bool trusted_ = false;
-    bool renewal_ = false;    // the preload under way renews tables that were there
+    bool renewal_ = false;     // the preload under way renews tables that were there
     bool any_changed_ = false; // one of its tables differed from the one it replaced
     int unchanged_renewals_ = 0;
 };

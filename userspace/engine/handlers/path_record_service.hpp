@@ -87,10 +87,13 @@ public:
     // or longer once its renewals found nothing changed (the Preloader's back-off).
     void set_table_fresh_for(Clock::duration d) { table_fresh_for_ = d; }
     Clock::duration table_fresh_for() const {
-        return table_fresh_for_ ? *table_fresh_for_ : Clock::duration{config_.positive_ttl * 9 / 10};
+        return table_fresh_for_ ? *table_fresh_for_
+                                : Clock::duration{config_.positive_ttl * 9 / 10};
     }
     // How long "until the epoch changes" is written in an answer's refresh time.
-    static constexpr Clock::duration kTrustedHorizon = std::chrono::hours{24 * 365};
+    // Within the cache refresh queue's 32-bit millisecond range (24 days), with room: a week,
+    // after which a used answer is asked again even on an unchanged epoch.
+    static constexpr Clock::duration kTrustedHorizon = std::chrono::hours{24 * 7};
 
     // Misses waiting for the master, for stats and tests.
     std::size_t pending() const { return pending_.size(); }
