@@ -179,6 +179,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
 }
 
 Clock::duration PathRecordService::jittered_ttl() {
+    if (epoch_trusted_)
+        return kTrustedHorizon;
     // xorshift: a cheap spread of +-10% of the TTL
     jitter_state_ ^= jitter_state_ << 13;
     jitter_state_ ^= jitter_state_ >> 7;
@@ -309,14 +311,18 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
         // query of their own. Only a young table: the answer then stays within the TTL bound.
         const auto now = clock_.now();
         Clock::time_point fetched;
-        if (auto rec =
-                preload_.match(key.masked, key.comp_mask, transport_.port().gid, now, &fetched);
-            rec && now < fetched + config_.positive_ttl * 9 / 10) {
+        // Not counted as a use of the table: its renewal follows requesters, not itself.
+        if (auto rec = preload_.match(key.masked, key.comp_mask, transport_.port().gid, now,
+                                      &fetched, false);
+            rec && (epoch_trusted_ ? fetched >= epoch_since_ : now < fetched + table_fresh_for())) {
             cache::PathAnswer from_table;
             from_table.records.assign(rec->begin(), rec->end());
             if (!stale_check_ || !stale_check_(key, from_table)) {
                 ++counters_.refreshes_from_preload;
-                from_table.refresh_at = std::max(fetched + jittered_ttl(), now);
+                // Not before 0.2 TTL: a table kept past the TTL (Preloader's back-off) must not
+                // make the answer due again at once.
+                from_table.refresh_at =
+                    std::max(fetched + jittered_ttl(), now + config_.positive_ttl / 5);
                 from_table.expires = from_table.refresh_at + config_.max_staleness;
                 cache_.store(key, from_table); // used_at unset: a refresh is no use
                 return;

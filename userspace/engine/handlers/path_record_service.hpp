@@ -76,6 +76,26 @@ public:
     // The cache key of a request: its method, its mask less key_ignores() and the fields left.
     cache::PathQueryKey key_of(mad::Bytes request) const;
 
+    // A trusted routing epoch (Coherence): positive answers stored from now on stay valid
+    // until the epoch changes instead of for a TTL, and an answer is refreshed from the preload
+    // table only when the table came at or after `since` (the last change of the epoch).
+    void set_epoch_trust(bool trusted, Clock::time_point since) {
+        epoch_trusted_ = trusted;
+        epoch_since_ = since;
+    }
+    bool epoch_trusted() const { return epoch_trusted_; }
+    // How long after it came a preload table refreshes answers without the epoch: 0.9 TTL,
+    // or longer once its renewals found nothing changed (the Preloader's back-off).
+    void set_table_fresh_for(Clock::duration d) { table_fresh_for_ = d; }
+    Clock::duration table_fresh_for() const {
+        return table_fresh_for_ ? *table_fresh_for_
+                                : Clock::duration{config_.positive_ttl * 9 / 10};
+    }
+    // How long "until the epoch changes" is written in an answer's refresh time.
+    // Within the cache refresh queue's 32-bit millisecond range (24 days), with room: a week,
+    // after which a used answer is asked again even on an unchanged epoch.
+    static constexpr Clock::duration kTrustedHorizon = std::chrono::hours{24 * 7};
+
     // Misses waiting for the master, for stats and tests (those asked before a resync too).
     std::size_t pending() const;
     // A resync: answers to questions asked before it are relayed to their requesters but never
@@ -126,6 +146,9 @@ private:
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
     std::uint64_t generation_ = 0;
     std::uint64_t key_ignores_ = 0;
+    bool epoch_trusted_ = false;
+    Clock::time_point epoch_since_{};
+    std::optional<Clock::duration> table_fresh_for_;
 };
 
 // OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero
