@@ -50,6 +50,8 @@ ALLOWED = {
     # The fleet-scale driver: local SAs (the engine) against an in-process master model.
     "sim/fleet_scale/": ["ib/", "transport/", "engine/"],
     "sim/simhca_relay/": [],
+    # The OpenSM event plugin: C against libopensm-dev, runs inside OpenSM, shares nothing.
+    "opensm/": [],
 }
 
 

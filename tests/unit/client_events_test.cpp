@@ -474,3 +474,57 @@ TEST_CASE("events: a client that left while its Set waited for the master still 
     CHECK(released == 1); // held at the new master after all: released again
     CHECK(node.stats()["master_extra_subscriptions"] == 0);
 }
+
+TEST_CASE("events: an InformInfo Set with an SM_Key is a client's subscription, once the master "
+          "accepts the key",
+          "[events][sm_key]") {
+    // Issue 26 item 4: relayed, it subscribed (or unsubscribed) localsad's own port. The master
+    // judges the key (OpenSM drops a wrong one silently): localsad asks it a harmless question
+    // with that key, then holds the Set like any client's.
+    Node node;
+    auto keyed = [](const sa::InformInfo& info, std::uint64_t tid) {
+        auto in = client_set(info, tid);
+        mad::store_be64(in.bytes, 36, 1); // OpenSM's default SA key
+        return in;
+    };
+    SECTION("an unsubscribe from a trap localsad holds leaves localsad's own in place") {
+        auto off = trap_filter(sa::trap::kGidOutOfService);
+        off.subscribe = 0;
+        node.sa.dispatch(keyed(off, 0x71));
+        auto probe = only(node.transport.take());
+        CHECK(probe.to.lid == kSmLid);
+        CHECK(mad::load_be16(probe.bytes, 16) != mad::attr::kInformInfo); // never the Set
+        CHECK(mad::load_be64(probe.bytes, 36) == 1);                      // the client's key
+        auto ok = probe.bytes;
+        ok[3] = mad::method::kGetResp;
+        node.sa.dispatch(from_lid(kSmLid, ok));
+        const auto resp = only(node.transport.take());
+        CHECK(resp.to.qpn == kClientQpn);
+        // As from the master: no such subscription of this client.
+        CHECK(status_of(resp.bytes) == mad::status::kSaReqInvalid);
+        CHECK(node.stats()["master_extra_subscriptions"] == 0);
+    }
+    SECTION("a subscribe gets the Reports") {
+        node.sa.dispatch(keyed(trap_filter(sa::trap::kGidOutOfService), 0x72));
+        auto probe = only(node.transport.take());
+        auto ok = probe.bytes;
+        ok[3] = mad::method::kGetResp;
+        node.sa.dispatch(from_lid(kSmLid, ok));
+        const auto resp = only(node.transport.take());
+        CHECK(status_of(resp.bytes) == 0);
+        CHECK(node.stats()["client_subscriptions"] == 1);
+        node.sa.dispatch(
+            from_lid(kSmLid, master_report(gid_notice(sa::trap::kGidOutOfService, 7), 0x901)));
+        const auto sent = node.transport.take();
+        REQUIRE(sent.size() == 2);
+        CHECK(sent[1].to.qpn == kClientQpn);
+    }
+    SECTION("a key the master drops: no answer, nothing held") {
+        node.sa.dispatch(keyed(trap_filter(sa::trap::kGidOutOfService), 0x73));
+        only(node.transport.take());
+        node.clock.advance(5s);
+        for (const auto& s : node.transport.take())
+            CHECK(s.to.qpn != kClientQpn);
+        CHECK(node.stats()["client_subscriptions"] == 0);
+    }
+}

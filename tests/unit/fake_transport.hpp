@@ -99,21 +99,35 @@ inline transport::InboundMad from_lid(std::uint16_t lid, std::vector<std::uint8_
     return in;
 }
 
-// The master's answer to `request` (as OpenSM builds it) carrying one PathRecord to `dlid`.
+// The master's answer to `request` carrying one PathRecord to `dlid`, built by OpenSM's rules
+// (osm_sa_path_record.c, pr_rcv_get_lid_pair_path/pr_rcv_build_pr): a fresh record, not an echo.
+// ServiceID, TClass, FlowLabel, HopLimit (no router) and QoSClass are 0 whatever was asked;
+// Reversible is set when the reverse path exists (always here), NumbPath 0; SGID is the source
+// port's GID, DGID the one asked; SL and PKey are the asked ones when the mask names them, else
+// the partition's (SL 0, the default PKey); MTU, rate and life carry selector 2 (exactly).
 inline std::vector<std::uint8_t> master_path_answer(const std::vector<std::uint8_t>& request,
-                                                    std::uint16_t dlid) {
+                                                    std::uint16_t dlid,
+                                                    std::uint8_t preference = 0) {
     auto m = *mad::SaMad::unpack(request);
+    const auto asked = sa::PathRecord::unpack(m.data);
     m.header.method |= mad::method::kResponseBit;
     m.sm_key = 0;
     m.attr_offset = 8;
-    auto pr = sa::PathRecord::unpack(m.data);
+    sa::PathRecord pr;
+    pr.sgid = sa::Gid::from_parts(0xfe80000000000000ULL, 0x100003);
+    pr.dgid = asked.dgid;
     pr.dlid = dlid;
     pr.slid = kOwnLid;
+    pr.reversible = true;
+    pr.pkey = (m.comp_mask & sa::pr_mask::kPKey) ? asked.pkey : std::uint16_t{0xffff};
+    pr.sl = (m.comp_mask & sa::pr_mask::kSl) ? asked.sl : std::uint8_t{0};
+    pr.mtu_selector = 2;
     pr.mtu = 4;
+    pr.rate_selector = 2;
     pr.rate = 7;
+    pr.packet_life_selector = 2;
     pr.packet_life = 18;
-    pr.pkey = 0xffff;
-    pr.numb_path = 0;
+    pr.preference = preference;
     std::fill(m.data.begin(), m.data.end(), 0);
     pr.pack(m.data);
     return m.pack();

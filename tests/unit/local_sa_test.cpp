@@ -209,6 +209,37 @@ TEST_CASE("PathRecord errors OpenSM decides alone are answered locally", "[local
         REQUIRE(sent.size() == 1);
         CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
     }
+    // OpenSM checks the rate, then the MTU, then the ServiceID (osm_pr_rcv_process): the first
+    // check that fails decides the status.
+    SECTION("a rate outside 2..22 with its selector, and half a ServiceID") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kRateSelector | sa::pr_mask::kRate |
+                                    sa::pr_mask::kServiceIdHigh);
+        req[56 + 55] = 0x80 | 1;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
+    SECTION("a rate above 600 Gb/s (23) with its selector") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kRateSelector | sa::pr_mask::kRate);
+        req[56 + 55] = 0x80 | 23;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
+    SECTION("an invalid MTU and half a ServiceID: the MTU decides") {
+        auto req = path_request(1, 0x100005, mad::method::kGet,
+                                sa::pr_mask::kMtuSelector | sa::pr_mask::kMtu |
+                                    sa::pr_mask::kServiceIdLow);
+        req[56 + 54] = 0x80 | 0;
+        f.deliver(from_lid(kOwnLid, req));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(status_of(sent[0].bytes) == mad::status::kSaReqInvalid);
+    }
     CHECK(f.sa->counters().upstream_requests == 0);
 }
 
@@ -700,5 +731,155 @@ TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers 
         sent = f.transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(sent[0].to.lid == kSmLid);
+    }
+}
+
+TEST_CASE("after a resync a new miss is a question of its own, to the new master", "[local_sa]") {
+    // Issue 26 item 11: a miss asked before the resync (the old SM) must not be joined by the
+    // misses after it; its answer reaches its own requesters only, and is not stored.
+    LocalSaConfig c;
+    c.path_record.requester_deadline = 2s;
+    Fixture f(c);
+    f.deliver(from_lid(kOwnLid, path_request(0x41, 0x100005)));
+    const auto old_query = f.transport.take();
+    REQUIRE(old_query.size() == 1);
+    CHECK(old_query[0].to.lid == kSmLid);
+
+    f.transport.state.sm_lid = 2; // SM fail-over; coherence resyncs
+    f.sa->coherence_parts().path_records.new_generation();
+    f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005)));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1); // not coalesced with the old SM's question
+    CHECK(sent[0].to.lid == 2);
+    CHECK(f.sa->path_records().pending() == 2); // the old question, and the new
+
+    // The old SM answers its question: its requester gets it, nothing is stored.
+    f.deliver(from_lid(kSmLid, master_path_answer(old_query[0].bytes, 8)));
+    auto out = f.transport.take();
+    REQUIRE(out.size() == 1);
+    CHECK(mad::tid_of(out[0].bytes) == 0x41);
+    CHECK(f.sa->cache().size() == 0);
+
+    // The new SM's answer goes to the new requester and is stored.
+    f.deliver(from_lid(2, master_path_answer(sent[0].bytes, 9)));
+    out = f.transport.take();
+    REQUIRE(out.size() == 1);
+    CHECK(mad::tid_of(out[0].bytes) == 0x42);
+    CHECK(sa::PathRecord::unpack(mad::Bytes{out[0].bytes}.subspan(56)).dlid == 9);
+    CHECK(f.sa->cache().size() == 1);
+    CHECK(f.sa->path_records().pending() == 0);
+}
+
+TEST_CASE("a relayed request the master ignores reaches it once per try of the requester",
+          "[local_sa]") {
+    // Issue 26 item 15: OpenSM drops Set(SMInfoRecord) and a wrong SM_Key silently; the
+    // requester retries on its own, so localsad must not add retries of its own.
+    Fixture f;
+    mad::SaMad q;
+    q.header.method = mad::method::kSet;
+    q.header.attr_id = 0x18; // SMInfoRecord
+    q.header.tid = 0x77;
+    q.sm_key = 0x1234; // a key the master may not know
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kSmLid);
+    // The one try waits the whole budget: a slow answer still reaches the requester.
+    CHECK(sent[0].timeout == f.config.upstream.patience());
+    f.clock.advance(f.config.upstream.patience() + 100ms);
+    CHECK(f.transport.take().empty());
+    CHECK(f.sa->counters().upstream_requests == 1);
+    CHECK(f.sa->counters().upstream_retries == 0);
+
+    // The requester's own retry is relayed once more, and a late answer still comes back.
+    q.header.tid = 0x78;
+    f.deliver(from_lid(kOwnLid, q.pack()));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    f.clock.advance(f.config.upstream.try_timeout * 2);
+    CHECK(f.transport.take().empty());
+    f.deliver(from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kSaReqInvalid)));
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::tid_of(sent[0].bytes) == 0x78);
+    CHECK(f.sa->counters().upstream_requests == 2);
+}
+
+TEST_CASE("the master's ClassPortInfo is asked again until learned", "[local_sa][cpi]") {
+    // Issue 26 item 2: OpenSM ignores SA MADs during its first sweep; a lost, ignored or BUSY
+    // answer must not leave the capabilities unknown until the next resync.
+    Fixture f;
+    f.sa->start();
+    auto sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    // Ignored: every try times out.
+    f.clock.advance(f.config.upstream.patience() + 50ms);
+    CHECK(f.transport.take().size() == static_cast<std::size_t>(f.config.upstream.retries));
+    CHECK(!f.sa->class_port_info().master());
+    // Asked again after a back-off (1 s), not at once.
+    f.clock.advance(500ms);
+    CHECK(f.transport.take().empty());
+    f.clock.advance(600ms);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    // BUSY on every try: asked again later too (after 2 s).
+    for (int i = 0; i <= f.config.upstream.retries; ++i) {
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kBusy)));
+        f.clock.advance(150ms); // past the BUSY hold-back, within a try
+        sent = f.transport.take();
+    }
+    CHECK(sent.empty());
+    CHECK(!f.sa->class_port_info().master());
+    f.clock.advance(2s);
+    sent = f.transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kClassPortInfo);
+    sa::ClassPortInfo master;
+    master.capability_mask = 0x2602;
+    auto answer = sent[0].bytes;
+    answer[3] = mad::method::kGetResp;
+    master.pack(mad::MutableBytes{answer}.subspan(56, sa::ClassPortInfo::kSize));
+    f.deliver(from_lid(kSmLid, answer));
+    CHECK(f.sa->class_port_info().master());
+    // Learned: never asked again.
+    f.clock.advance(10min);
+    for (const auto& s : f.transport.take())
+        CHECK(mad::load_be16(s.bytes, 16) != mad::attr::kClassPortInfo);
+}
+
+TEST_CASE("a table's try is sized by its RMPP transfer, not one 200 ms MAD", "[local_sa][rmpp]") {
+    // Issue 26 item 8: a client's GetTable miss, its refresh and a relayed table.
+    Fixture f;
+    const auto unknown =
+        upstream::table_try_timeout(f.config.upstream.try_timeout, upstream::kUnknownTableBytes);
+    CHECK(unknown > f.config.upstream.patience());
+    SECTION("a client's GetTable(PathRecord) miss") {
+        f.deliver(from_lid(kOwnLid, path_request(0x42, 0x100005, mad::method::kGetTable)));
+        const auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout >= unknown);
+    }
+    SECTION("a relayed GetTable(NodeRecord)") {
+        mad::SaMad q;
+        q.header.method = mad::method::kGetTable;
+        q.header.attr_id = mad::attr::kNodeRecord;
+        q.header.tid = 9;
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout >= unknown);
+        // Sized by the last answer from then on: a small table, a short try.
+        auto answer = sent[0].bytes;
+        answer[3] = mad::method::kGetTableResp;
+        f.deliver(from_lid(kSmLid, answer));
+        f.transport.take();
+        q.header.tid = 10;
+        f.deliver(from_lid(kOwnLid, q.pack()));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].timeout == f.config.upstream.patience());
     }
 }

@@ -7,7 +7,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <memory>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 using namespace localsa;
 using namespace std::chrono_literals;
@@ -299,4 +303,32 @@ TEST_CASE("path cache: the refresh queue keeps its order and times over months o
     due = c.due_for_refresh(t0 + std::chrono::hours{24 * 260}, 8, 0s);
     REQUIRE(due.size() == 1);
     CHECK(due[0] == key_for(0x100007));
+}
+
+TEST_CASE("path cache: storage is resident only as far as it is used", "[cache]") {
+    // A fleet of small caches (a node holding a few answers) must not cost a 2 MiB chunk each:
+    // 200 caches of 10 entries stay far below 200 x 2 MiB of resident memory.
+    const auto resident_kb = [] {
+        std::ifstream f("/proc/self/status");
+        std::string line;
+        while (std::getline(f, line))
+            if (line.rfind("VmRSS:", 0) == 0)
+                return std::stol(line.substr(6));
+        return 0L;
+    };
+    const auto before = resident_kb();
+    std::vector<std::unique_ptr<cache::PathCache>> caches;
+    const auto now = SteadyClock{}.now();
+    for (int i = 0; i < 200; ++i) {
+        caches.push_back(std::make_unique<cache::PathCache>(1000));
+        for (std::uint64_t d = 0; d < 10; ++d)
+            caches.back()->store(key_for(0x200001 + d),
+                                 answer_with({master_record(0x200001 + d, 0x10)}, now + 1h));
+    }
+    const auto grown_kb = resident_kb() - before;
+    CHECK(grown_kb < 20 * 1024);
+    for (auto& c : caches) {
+        CHECK(c->size() == 10);
+        CHECK(c->find(key_for(0x200005), now));
+    }
 }

@@ -9,6 +9,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 using namespace localsa;
 using namespace localsa::test;
 using namespace std::chrono_literals;
@@ -69,6 +71,44 @@ TEST_CASE("a preload table answers a Get only when the answer is certain", "[pre
         CHECK_FALSE(ask(request_record(0x100007), base));
         CHECK(ask(request_record(0x100005), base));
     }
+}
+
+TEST_CASE("with LMC 1 a Get of an off-diagonal LID pair gets Preference 0, as from OpenSM",
+          "[preload]") {
+    // The table (GetTable) carries the pairs (5,8) and (6,9) with Preference 0 and the others
+    // with 2. A Get fixing SLID and DLID makes OpenSM's first round
+    // (pr_rcv_get_port_pair_paths) start and stop at that pair: Preference 0.
+    cache::PreloadTable t;
+    const auto now = SteadyClock{}.now();
+    std::vector<std::uint8_t> records;
+    for (auto [slid, dlid, pref] : {std::tuple{5, 8, 0}, {5, 9, 2}, {6, 8, 2}, {6, 9, 0}}) {
+        sa::PathRecord r;
+        r.sgid = gid(0x100003);
+        r.dgid = gid(0x100005);
+        r.slid = static_cast<std::uint16_t>(slid);
+        r.dlid = static_cast<std::uint16_t>(dlid);
+        r.reversible = true;
+        r.pkey = 0xffff;
+        r.mtu_selector = r.rate_selector = r.packet_life_selector = 2;
+        r.mtu = 4;
+        r.rate = 7;
+        r.packet_life = 18;
+        r.preference = static_cast<std::uint8_t>(pref);
+        const auto b = r.bytes();
+        records.insert(records.end(), b.begin(), b.end());
+    }
+    t.replace(std::nullopt, records, now + 1min);
+    using namespace sa::pr_mask;
+    auto q = request_record(0x100005);
+    q.slid = 5;
+    q.dlid = 9;
+    const auto hit = t.match(q.bytes(), kSgid | kDgid | kSlid | kDlid | kReversible | kNumbPath,
+                             gid(0x100003), now);
+    REQUIRE(hit);
+    const auto r = sa::PathRecord::unpack(*hit);
+    CHECK(r.slid == 5);
+    CHECK(r.dlid == 9);
+    CHECK(r.preference == 0);
 }
 
 TEST_CASE("Gets are served from the preload table without the master", "[preload]") {

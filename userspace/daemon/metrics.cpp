@@ -97,6 +97,21 @@ std::string prometheus_text(const nlohmann::json& stats) {
             out << "localsa_preload_state{" << labels << ",state=\"" << state << "\"} "
                 << (*it == state ? 1 : 0) << '\n';
     }
+    if (const auto it = stats.find("routing_epoch"); it != stats.end() && it->is_object()) {
+        const auto& e = *it;
+        out << "# HELP localsa_routing_epoch The master's routing epoch (0: none seen).\n"
+               "# TYPE localsa_routing_epoch gauge\nlocalsa_routing_epoch{"
+            << labels << ",source=\"" << e.value("source", std::string("none")) << "\"} "
+            << e.value("value", std::uint64_t{0}) << '\n';
+        out << "# HELP localsa_routing_epoch_trusted 1 while answers are kept until the routing "
+               "epoch changes, 0 on the TTL rules.\n# TYPE localsa_routing_epoch_trusted gauge\n"
+               "localsa_routing_epoch_trusted{"
+            << labels << "} " << (e.value("trusted", false) ? 1 : 0) << '\n';
+        out << "# HELP localsa_routing_epoch_age_seconds Seconds since the routing epoch last "
+               "changed (-1: none seen).\n# TYPE localsa_routing_epoch_age_seconds gauge\n"
+               "localsa_routing_epoch_age_seconds{"
+            << labels << "} " << e.value("seconds_since_change", -1.0) << '\n';
+    }
     if (!port.empty()) {
         out << "# HELP localsa_port_info The served port: LID, SM LID, state, GID.\n"
                "# TYPE localsa_port_info gauge\nlocalsa_port_info{"

@@ -87,7 +87,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long spread_ms = dc.spread.count();
     long master_rate = d.upstream.background_rate, master_burst = d.upstream.background_burst;
     long requester_deadline_ms = d.path_record.requester_deadline.count();
-    bool no_subscribe = false, no_preload = false;
+    bool no_subscribe = false, no_preload = false, no_routing_epoch = false;
+    long master_capacity = dc.master_capacity;
+    long epoch_reread_s = duration_cast<seconds>(dc.epoch_reread).count();
 
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")("version,V",
@@ -158,6 +160,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "seconds between checks that the master still holds the subscriptions (0: never)")(
         "no-subscribe", po::bool_switch(&no_subscribe),
         "do not subscribe to the master's events (rely on refresh alone)")(
+        "no-routing-epoch", po::bool_switch(&no_routing_epoch),
+        "ignore the master's routing epoch (OpenSM plugin localsaepoch): refresh on the TTL")(
+        "master-capacity", po::value(&master_capacity)->default_value(master_capacity),
+        "PathRecords a second the master computes for renewals after a routing epoch change, "
+        "fleet-wide: sizes the window they are spread over")(
+        "epoch-reread-s", po::value(&epoch_reread_s)->default_value(epoch_reread_s),
+        "seconds between reads of the routing epoch's ServiceRecord besides its Reports (0: "
+        "only at start and resync)")(
         "no-preload", po::bool_switch(&no_preload),
         "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)")(
         "sim-preload", po::bool_switch(&o.sim_preload),
@@ -211,6 +221,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("negative-ttl-ms", negative_ttl_ms, 0L, 3'600'000L);
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);
+    require_range("master-capacity", master_capacity, 1L, 100'000'000L);
+    require_range("epoch-reread-s", epoch_reread_s, 0L, 86'400L);
     require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
     require_range("subscription-check-s", subscription_check_s, 0L, 86'400L);
     require_range("idle-window-s", idle_window_s, 0L, 86'400L);
@@ -248,6 +260,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.spread = std::chrono::milliseconds{spread_ms};
     o.coherence.try_timeout = std::chrono::milliseconds{timeout_ms};
     o.coherence.subscribe = !no_subscribe;
+    o.coherence.routing_epoch = !no_routing_epoch;
+    o.coherence.master_capacity = static_cast<unsigned>(master_capacity);
+    o.coherence.epoch_reread = std::chrono::seconds{epoch_reread_s};
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};
     o.coherence.subscription_check = std::chrono::seconds{subscription_check_s};

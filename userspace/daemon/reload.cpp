@@ -55,6 +55,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     coherence_changed |= note(a, "spread-ms", oc.spread, nc.spread);
     coherence_changed |=
         note(a, "subscription-check-s (ms)", oc.subscription_check, nc.subscription_check);
+    coherence_changed |= note(a, "master-capacity", oc.master_capacity, nc.master_capacity);
     coherence_changed |=
         oc.preload_validity != nc.preload_validity || oc.try_timeout != nc.try_timeout;
     if (note(a, "log-level", running.log_level, fresh.log_level)) {
@@ -74,6 +75,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
         running.coherence.idle_window = nc.idle_window;
         running.coherence.spread = nc.spread;
         running.coherence.try_timeout = nc.try_timeout;
+        running.coherence.master_capacity = nc.master_capacity;
         coherence.reconfigure(running.coherence);
     }
 
@@ -93,6 +95,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     note(r, "no-subscribe", !oc.subscribe, !nc.subscribe);
     note(r, "no-preload", !oc.preload, !nc.preload);
     note(r, "sim-preload", running.sim_preload, fresh.sim_preload);
+    note(r, "no-routing-epoch", !oc.routing_epoch, !nc.routing_epoch);
+    note(r, "epoch-reread-s (ms)", oc.epoch_reread, nc.epoch_reread);
     return out;
 }
 

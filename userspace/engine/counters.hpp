@@ -38,6 +38,7 @@ namespace localsa {
     X(foreign_requests)                                                                            \
     X(foreign_reports)                                                                             \
     X(inform_denied)                                                                               \
+    X(inform_key_probes)                                                                           \
     X(client_subscribed)                                                                           \
     X(client_unsubscribed)                                                                         \
     X(client_subscriptions_dropped)                                                                \

@@ -32,14 +32,14 @@ LocalSa::LocalSa(boost::asio::any_io_executor executor, Clock& clock,
                  transport::MadTransport& transport, LocalSaConfig config)
     : clock_(clock), transport_(transport), config_(config), cache_(config.cache_max_entries),
       upstream_(executor, clock, transport, counters_, config.upstream),
-      proxy_(upstream_, transport, counters_),
+      proxy_(upstream_, transport, counters_, config.upstream.try_timeout),
       path_records_(clock, cache_, preload_, upstream_, proxy_, transport, counters_,
                     with_refresh_grace(config.path_record, config.upstream)),
-      class_port_info_(upstream_, proxy_, transport, counters_,
+      class_port_info_(executor, clock, upstream_, proxy_, transport, counters_,
                        own_resp_time_value(config.upstream)),
       client_subs_(config.max_client_subscriptions),
       fanout_(executor, clock, transport, counters_, client_subs_, config.fanout),
-      inform_info_(clock, transport, counters_, client_subs_) {
+      inform_info_(clock, transport, counters_, client_subs_, upstream_) {
     fanout_.on_outcome([this](const events::ClientSubscription& to, bool delivered) {
         inform_info_.on_delivery(to, delivered);
     });
@@ -56,6 +56,7 @@ void LocalSa::reconfigure(const LocalSaConfig& config) {
     config_.upstream = config.upstream;
     config_.path_record = config.path_record;
     upstream_.set_config(config.upstream);
+    proxy_.set_try_timeout(config.upstream.try_timeout);
     path_records_.set_config(with_refresh_grace(config.path_record, config.upstream));
     class_port_info_.set_resp_time_value(own_resp_time_value(config.upstream));
 }
@@ -149,8 +150,11 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
         return handle_report(in);
     const auto attr_id = load_be16(in.bytes, mad::offset::kAttrId);
     // A non-zero SM_Key is the master's to judge; OpenSM silently drops a wrong one, so nothing
-    // is answered here for it (ClassPortInfo, InformInfo; PathRecord checks it itself).
-    if (load_be64(in.bytes, mad::offset::kSmKey) != 0 && attr_id != attr::kPathRecord)
+    // is answered here for it (ClassPortInfo, InformInfo Get). PathRecord checks it itself, and
+    // an InformInfo Set is never relayed (it would be localsad's port's own): InformInfoService
+    // has the master judge the key first.
+    if (load_be64(in.bytes, mad::offset::kSmKey) != 0 && attr_id != attr::kPathRecord &&
+        !(attr_id == attr::kInformInfo && m == method::kSet))
         return proxy_.forward(in);
     switch (attr_id) {
     case attr::kPathRecord:

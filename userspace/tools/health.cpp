@@ -44,6 +44,18 @@ HealthVerdict evaluate_health(const nlohmann::json& stats,
     else if (!preload.empty())
         facts.push_back("preload " + preload);
 
+    if (const auto e = stats.value("routing_epoch", nlohmann::json::object()); !e.empty()) {
+        if (e.value("trusted", false))
+            facts.push_back(
+                "routing epoch " + std::to_string(e.value("value", std::uint64_t{0})) + " (" +
+                e.value("source", std::string()) + ", changed " +
+                std::to_string(static_cast<long>(e.value("seconds_since_change", 0.0))) +
+                " s ago)");
+        else
+            facts.push_back("no routing epoch (" + e.value("source", std::string("none")) +
+                            "): TTL refresh");
+    }
+
     if (!kernel_redirect)
         facts.push_back("kernel: stock ib_core (no sa_redirect)");
     else if (kernel_redirect->empty())

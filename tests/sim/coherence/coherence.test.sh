@@ -15,7 +15,9 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 start_fabric coherence
 # --idle-window-s 60: the paths this test asks once stay cached and refreshed throughout (the
 # idle rule has tests of its own, coherence.idle); this one is about Reports and staleness.
-start_localsad --path-ttl-s 3 --max-staleness-s 10 --upstream-timeout-ms 100 --idle-window-s 60 \
+# --no-routing-epoch: the staleness bounds here are the TTL rules'; with the routing epoch (OpenSM
+# loads liblocalsaepoch.so when built) answers are kept until it changes (sim.routing_epoch).
+start_localsad --no-routing-epoch --path-ttl-s 3 --max-staleness-s 10 --upstream-timeout-ms 100 --idle-window-s 60 \
     --subscription-check-s 1 --spread-ms 500
 
 status_of() { q "$@" 2>/dev/null | sed -n 's/^status=//p'; }

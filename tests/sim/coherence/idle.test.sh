@@ -13,7 +13,9 @@ BIN=${1:-$(cd "$(dirname "$0")/../../.." && pwd)/build/bin}
 . "$(dirname "$0")/../lib/localsad-fabric.sh"
 start_fabric idle
 TTL_S=3
-start_localsad --path-ttl-s $TTL_S --upstream-timeout-ms 200
+# --no-routing-epoch: the TTL rules (with the routing epoch a used path is kept until the epoch
+# changes, not refreshed: sim.routing_epoch).
+start_localsad --no-routing-epoch --path-ttl-s $TTL_S --upstream-timeout-ms 200
 check "localsad starts" test -S "$CTL"
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -149,3 +149,57 @@ TEST_CASE("a Report carries the trap and the GID concerned, issued by the SM") {
     CHECK(n.issuer_lid == 1);
     CHECK(n.subject_gid() == gid(0x555));
 }
+
+TEST_CASE("master queue: capacity, a bounded queue that drops, BUSY past the fifo timeout") {
+    MasterCapacity cap;
+    cap.records_per_s = 1'000;    // 1 ms a record after the first
+    cap.transactions_per_s = 100; // 10 ms a transaction
+    cap.queue = 3;
+    cap.busy_after_us = 1'000'000;
+    CHECK(cap.cost_us(1) == 10000.0);
+    CHECK(cap.cost_us(101) == 110000.0);
+    MasterQueue q(cap);
+    // In order, one after the other: a table of 11 records takes 20 ms.
+    CHECK(q.admit(0, 1).done_us == 10'000);
+    CHECK(q.admit(0, 11).done_us == 30'000);
+    CHECK(q.admit(0, 1).done_us == 40'000);
+    // Three waiting: the fourth is dropped, and nothing of it is computed.
+    CHECK(q.offer(0) == MasterQueue::Admit::Dropped);
+    CHECK(q.dropped() == 1);
+    // Once the first is done there is room again.
+    CHECK(q.admit(10'000, 1).done_us == 50'000);
+    CHECK(q.worst_wait_us() == 40'000);
+    // A backlog beyond busy_after: BUSY, at once.
+    MasterQueue slow(cap);
+    CHECK(slow.admit(0, 2'000).admit == MasterQueue::Admit::Served); // ~2 s of work
+    CHECK(slow.offer(1) == MasterQueue::Admit::Busy);
+    CHECK(slow.busy() == 1);
+    CHECK(slow.offer(1'500'000) == MasterQueue::Admit::Served);
+}
+
+TEST_CASE("master model: a port that is down is not answered nor in a table") {
+    auto m = three_ports();
+    m.set_down(gid(0x102), true);
+    const auto t = m.answer(
+        path_query(mad::method::kGetTable, sa::pr_mask::kSgid | sa::pr_mask::kPKey, 0x100, 0), 2);
+    CHECK(t.records == 2);
+    const auto g = m.answer(
+        path_query(mad::method::kGet, sa::pr_mask::kSgid | sa::pr_mask::kDgid, 0x100, 0x102), 2);
+    CHECK(g.records == 0);
+    m.set_down(gid(0x102), false);
+    CHECK(m.answer(
+               path_query(mad::method::kGet, sa::pr_mask::kSgid | sa::pr_mask::kDgid, 0x100, 0x102),
+               2)
+              .records == 1);
+}
+
+TEST_CASE("master queue: an idle master takes a query at once, at any time (negative too)") {
+    MasterCapacity cap;
+    cap.transactions_per_s = 1'000;
+    MasterQueue q(cap);
+    const auto o = q.admit(-60'000'000, 1);
+    CHECK(o.admit == MasterQueue::Admit::Served);
+    CHECK(o.done_us == -60'000'000 + 1'000);
+    CHECK(q.offer(-60'000'000) == MasterQueue::Admit::Served);
+    CHECK(q.worst_wait_us() == 1'000);
+}

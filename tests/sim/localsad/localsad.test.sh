@@ -106,6 +106,21 @@ check "half a ServiceID -> INSUF_COMPS, as the master" \
     test "$(status_of raw --hex "$half_sid" --lid "$OWN_LID")" = INSUF_COMPS
 check "... and the master says the same" \
     test "$(status_of raw --hex "$half_sid" --lid "$SM_LID")" = INSUF_COMPS
+# OpenSM checks the rate, then the MTU, then the ServiceID (issue 26 item 9).
+put() { echo "${1:0:$2}$3${1:$(($2 + ${#3}))}"; } # HEX OFFSET_HEX_CHARS REPLACEMENT
+bad_rate=$(put "$(mad_with 96 00000000000c0001)" 222 81) # Rate+selector, ServiceID high; rate 1
+check "invalid rate and half a ServiceID -> REQ_INVALID at the master" \
+    test "$(status_of raw --hex "$bad_rate" --lid "$SM_LID")" = REQ_INVALID
+check "... and the same from localsad" \
+    test "$(status_of raw --hex "$bad_rate" --lid "$OWN_LID")" = REQ_INVALID
+# What the master ignores reaches it once per request, as when asked directly (item 15).
+smir0=$(sa_count SMInfoRecord)
+status_of sa --attr 0x18 --method set --lid "$SM_LID" >/dev/null
+smir1=$(sa_count SMInfoRecord)
+status_of sa --attr 0x18 --method set --lid "$OWN_LID" >/dev/null
+smir2=$(sa_count SMInfoRecord)
+check "Set(SMInfoRecord) through localsad reaches OpenSM as often as asked directly ($((smir1 - smir0)) / $((smir2 - smir1)))" \
+    test $((smir2 - smir1)) -eq $((smir1 - smir0)) -a $((smir1 - smir0)) -ge 1
 stray_before=$(stats_of stray_rmpp)
 check "RMPP on a Get is dropped (no answer)" \
     test -z "$(status_of raw --hex "$(mad_with 48 0101010000000000)" --lid "$OWN_LID")"

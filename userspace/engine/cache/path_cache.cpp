@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include <sys/mman.h>
@@ -120,13 +121,17 @@ void PathCache::ChunkUnmap::operator()(Entry* chunk) const {
     ::munmap(chunk, kChunkBytes);
 }
 
-PathCache::Chunk PathCache::map_chunk() {
+PathCache::Chunk PathCache::map_chunk(bool huge) {
     static_assert(kChunkEntries * sizeof(Entry) <= kChunkBytes &&
                   (kChunkEntries + 1) * sizeof(Entry) > kChunkBytes);
     // Twice the size, then the unaligned ends go: a chunk on a 2 MiB boundary, which a huge
-    // page can back.
+    // page can back. Its entries are constructed as they are handed out (allocate_entry), so
+    // only the pages a cache has used are resident: a cache of a few paths costs a few pages,
+    // not 2 MiB (a node of a 16,384-node fleet holds tens of answers). Only the chunks after
+    // the first ask for huge pages: a cache that has filled one chunk is a large one.
     const auto span = 2 * kChunkBytes;
-    void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         throw std::bad_alloc();
     const auto start = reinterpret_cast<std::uintptr_t>(p);
@@ -136,10 +141,9 @@ PathCache::Chunk PathCache::map_chunk() {
     if (const auto tail = start + span - (aligned + kChunkBytes))
         ::munmap(reinterpret_cast<void*>(aligned + kChunkBytes), tail);
     auto* chunk = reinterpret_cast<void*>(aligned);
-    ::madvise(chunk, kChunkBytes, MADV_HUGEPAGE); // a hint: without it, small pages
-    auto* entries = static_cast<Entry*>(chunk);
-    std::uninitialized_default_construct_n(entries, kChunkEntries);
-    return Chunk{entries};
+    if (huge)
+        ::madvise(chunk, kChunkBytes, MADV_HUGEPAGE); // a hint: without it, small pages
+    return Chunk{static_cast<Entry*>(chunk)};
 }
 
 std::optional<std::uint16_t> PathCache::shape_of(std::uint8_t method,
@@ -258,7 +262,8 @@ std::uint32_t PathCache::allocate_entry() {
         return n;
     }
     if (high_water_ == chunks_.size() * kChunkEntries)
-        chunks_.push_back(map_chunk());
+        chunks_.push_back(map_chunk(!chunks_.empty()));
+    std::construct_at(&entry(high_water_)); // first touch of its memory
     return high_water_++;
 }
 

@@ -163,7 +163,7 @@ private:
         void operator()(Entry* chunk) const;
     };
     using Chunk = std::unique_ptr<Entry[], ChunkUnmap>;
-    static Chunk map_chunk();
+    static Chunk map_chunk(bool huge);
 
     Entry& entry(std::uint32_t n) const;
     std::optional<std::uint16_t> shape_of(std::uint8_t method, std::uint64_t comp_mask) const;

@@ -17,7 +17,7 @@ void PreloadTable::index(Table& t) {
     }
 }
 
-void PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records,
+bool PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records,
                            Clock::time_point expires, Clock::time_point fetched) {
     Table t;
     t.expires = expires;
@@ -29,7 +29,20 @@ void PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records
         t.records.push_back(r);
     }
     index(t);
+    const auto old = tables_.find(pkey);
+    const bool changed = old == tables_.end() || old->second.records != t.records;
     tables_.insert_or_assign(pkey, std::move(t));
+    return changed;
+}
+
+void PreloadTable::forget_use() {
+    for (auto& [pkey, t] : tables_)
+        t.used = false;
+}
+
+void PreloadTable::set_expiry(Clock::time_point expires) {
+    for (auto& [pkey, t] : tables_)
+        t.expires = expires;
 }
 
 std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
@@ -83,7 +96,8 @@ std::size_t PreloadTable::size() const {
 
 std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uint64_t mask,
                                                         const sa::Gid& own, Clock::time_point now,
-                                                        Clock::time_point* fetched) const {
+                                                        Clock::time_point* fetched,
+                                                        bool count_use) const {
     if (mask & ~kAnswerableMask)
         return std::nullopt;
     if (!(mask & (kDgid | kDlid)))
@@ -157,8 +171,14 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
             if (!consider(i->second))
                 return std::nullopt;
     }
-    if (found)
-        t.used = true;
+    if (found) {
+        if (count_use)
+            t.used = true;
+        // The answer to a Get: OpenSM's first round (pr_rcv_get_port_pair_paths) starts at the
+        // pair the Get fixes, or the first LIDs, and a Get stops at its first path, Preference
+        // 0. The table's Preference 2 is that of an off-diagonal pair in a GetTable.
+        (*found)[pr_offset::kPreference] = 0;
+    }
     return found;
 }
 

@@ -24,8 +24,14 @@ public:
 
     // Replaces the table of one PKey (nullopt: the table asked without a PKey), fetched from
     // the master at `fetched`.
-    void replace(std::optional<std::uint16_t> pkey, mad::Bytes records, Clock::time_point expires,
+    // Returns whether the records differ from the table it replaces (or there was none): a
+    // renewal that changed nothing lets the next one wait longer (Preloader's back-off).
+    bool replace(std::optional<std::uint16_t> pkey, mad::Bytes records, Clock::time_point expires,
                  Clock::time_point fetched = {});
+    // Counts the tables unused again: a renewal that failed waits for a new use.
+    void forget_use();
+    // Every table answers until `expires` (a trusted routing epoch: until it changes).
+    void set_expiry(Clock::time_point expires);
     void clear() { tables_.clear(); }
     // Drops every record to or from `gid`; returns how many.
     std::size_t erase_gid(const sa::Gid& gid);
@@ -43,10 +49,11 @@ public:
     // The one record that answers SubnAdmGet(PathRecord) with this mask and record, asked by
     // the port whose GID is `own`; nullopt when the table cannot answer with certainty. The Get
     // must name its source (SGID or SLID): without one, which sources to take is the master's
-    // choice. `fetched`, if given, receives when the master sent the table.
+    // choice. `fetched`, if given, receives when the master sent the table. `count_use`: false
+    // for the refresh of an answer taken from the table, which is no demand of its own.
     std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
                                 const sa::Gid& own, Clock::time_point now,
-                                Clock::time_point* fetched = nullptr) const;
+                                Clock::time_point* fetched = nullptr, bool count_use = true) const;
 
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =

@@ -38,6 +38,8 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
               if (resync_waits_for_port_)
                   resync_background(generation_);
           }),
+      epoch_source_(executor, parts_.clock, parts_.transport, parts_.upstream, *this,
+                    {config_.routing_epoch, config_.epoch_reread}),
       resync_timer_(parts_.clock, executor) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
@@ -56,12 +58,14 @@ void Coherence::start() {
     refresher_.start();
     port_watch_.start();
     preloader_.schedule();
+    epoch_source_.start();
 }
 
 void Coherence::shutdown(std::function<void()> done) {
     refresher_.stop();
     port_watch_.stop();
     preloader_.stop();
+    epoch_source_.stop();
     resync_timer_.cancel();
     subscriptions_.shutdown(std::move(done));
 }
@@ -81,6 +85,8 @@ std::size_t Coherence::invalidate_gid(const sa::Gid& gid) {
 }
 
 void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
+    if (epoch_source_.on_report(notice))
+        return;
     const auto gid = notice.subject_gid();
     auto& cache = parts_.cache;
     switch (notice.trap_number) {
@@ -142,6 +148,12 @@ void Coherence::resync(const std::string& why) {
     preloader_.reset(); // its tables too
     out_of_service_.clear();
     subscriptions_.forget();
+    // The epoch too: the master may be another one, and the cache is gone anyway.
+    epoch_source_.reset();
+    epoch_.reset();
+    trusted_ = false;
+    parts_.path_records.set_epoch_trust(false, {});
+    preloader_.set_trusted(false);
     resync_waits_for_port_ = false;
     parts_.path_records.new_generation();
     parts_.class_port_info.forget();
@@ -167,6 +179,7 @@ void Coherence::resync_background(std::uint64_t generation) {
         return;
     parts_.class_port_info.refresh();
     subscriptions_.subscribe();
+    epoch_source_.start();
     if (preloader_.enabled())
         preloader_.start();
 }
@@ -188,6 +201,97 @@ void Coherence::add_stats(nlohmann::json& j) const {
     subscriptions_.add_stats(j);
     j["gids_out_of_service"] = out_of_service_.size();
     j["preload_state"] = preloader_.state();
+    auto& e = j["routing_epoch"];
+    e["value"] = epoch_ ? epoch_->value : 0;
+    e["sm_port_guid"] = epoch_ ? epoch_->sm_port_guid : 0;
+    e["source"] = !config_.routing_epoch ? std::string("disabled") : epoch_source_.how();
+    e["trusted"] = trusted_;
+    e["changes"] = epoch_changes_;
+    e["seconds_since_change"] =
+        epoch_ ? std::chrono::duration<double>(parts_.clock.now() - epoch_changed_at_).count()
+               : -1.0;
+    if (!trusted_ && !epoch_lost_why_.empty())
+        e["lost"] = epoch_lost_why_;
+}
+
+std::chrono::milliseconds Coherence::renewal_window() const {
+    const double records = static_cast<double>(parts_.cache.size() + parts_.preload.size());
+    const double nodes = static_cast<double>(std::max<std::size_t>(parts_.preload.size(), 1));
+    const double capacity = std::max(config_.master_capacity, 1U);
+    const auto ms = static_cast<long>(records * nodes / capacity * 1000.0);
+    return std::clamp(std::chrono::milliseconds{ms}, std::chrono::milliseconds{1000},
+                      std::chrono::milliseconds{std::chrono::hours{1}});
+}
+
+void Coherence::on_routing_epoch(const RoutingEpoch& epoch) {
+    if (trusted_ && epoch_ && *epoch_ == epoch)
+        return; // the common case: nothing changed, nothing to do
+    const bool changed = epoch_ && !(*epoch_ == epoch);
+    if (!epoch_ || changed)
+        epoch_changed_at_ = parts_.clock.now();
+    epoch_ = epoch;
+    if (changed) {
+        ++epoch_changes_;
+        spdlog::info("routing epoch {} (SM port {:#x}): renewing what is in use within {} ms",
+                     epoch.value, epoch.sm_port_guid, renewal_window().count());
+    } else {
+        spdlog::info("routing epoch {} (SM port {:#x}): answers kept until it changes", epoch.value,
+                     epoch.sm_port_guid);
+    }
+    trust(changed);
+}
+
+void Coherence::on_routing_epoch_lost(std::string_view why) {
+    epoch_lost_why_ = std::string(why);
+    if (!trusted_)
+        return;
+    trusted_ = false;
+    spdlog::info("routing epoch lost ({}): back on the TTL rules", why);
+    const auto now = parts_.clock.now();
+    parts_.path_records.set_epoch_trust(false, {});
+    preloader_.set_trusted(false);
+    // Kept on the epoch, now due within one TTL, spread over it.
+    const auto ttl = parts_.path_records.config().positive_ttl;
+    std::vector<std::pair<cache::PathQueryKey, cache::PathAnswer>> all;
+    parts_.cache.for_each([&](const auto& k, const auto& a) {
+        if (!a.negative())
+            all.emplace_back(k, a);
+    });
+    for (auto& [k, a] : all) {
+        a.refresh_at = now + jitter_.up_to(ttl);
+        a.expires = a.refresh_at + parts_.path_records.config().max_staleness;
+        a.used_at.reset();
+        a.keep_use = true;
+        parts_.cache.store(k, a);
+    }
+}
+
+void Coherence::trust(bool changed) {
+    const auto now = parts_.clock.now();
+    trusted_ = true;
+    epoch_lost_why_.clear();
+    // After a change only tables fetched since refresh answers; before, any table is current.
+    parts_.path_records.set_epoch_trust(true, changed ? now : Clock::time_point{});
+    preloader_.set_trusted(true);
+    const auto window = renewal_window();
+    const auto max_staleness = parts_.path_records.config().max_staleness;
+    std::vector<std::pair<cache::PathQueryKey, cache::PathAnswer>> all;
+    parts_.cache.for_each([&](const auto& k, const auto& a) {
+        if (!a.negative())
+            all.emplace_back(k, a);
+    });
+    for (auto& [k, a] : all) {
+        // Unchanged: valid until the epoch moves. Changed: each answer in use is asked again
+        // at a random moment of the window (the idle ones leave at it), not all at once.
+        a.refresh_at =
+            changed ? now + jitter_.up_to(window) : now + sa::PathRecordService::kTrustedHorizon;
+        a.expires = a.refresh_at + max_staleness;
+        a.used_at.reset();
+        a.keep_use = true;
+        parts_.cache.store(k, a);
+    }
+    if (changed)
+        preloader_.renew_within(window);
 }
 
 } // namespace localsa::coherence

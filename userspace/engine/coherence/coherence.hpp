@@ -13,6 +13,8 @@
 #include "engine/coherence/port_watch.hpp"
 #include "engine/coherence/preloader.hpp"
 #include "engine/coherence/refresher.hpp"
+#include "engine/coherence/routing_epoch.hpp"
+#include "engine/coherence/routing_epoch_source.hpp"
 #include "engine/coherence/subscriptions.hpp"
 #include "ib/gid.hpp"
 #include "ib/notice.hpp"
@@ -22,15 +24,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
 namespace localsa::coherence {
 
-class Coherence {
+class Coherence : public RoutingEpochListener {
 public:
     Coherence(boost::asio::any_io_executor executor, Parts parts, CoherenceConfig config);
-    ~Coherence();
+    ~Coherence() override;
     Coherence(const Coherence&) = delete;
     Coherence& operator=(const Coherence&) = delete;
 
@@ -51,7 +54,16 @@ public:
     // run); subscribing and preloading on or off are fixed at start.
     void reconfigure(const CoherenceConfig& config);
 
+    void on_routing_epoch(const RoutingEpoch& epoch) override;
+    void on_routing_epoch_lost(std::string_view why) override;
+    bool epoch_trusted() const { return trusted_; }
+    // The spread window of a renewal after an epoch change: the records this node renews,
+    // times the nodes (estimated by the ports in its preload table), over the master's
+    // capacity; 1 s to 1 h.
+    std::chrono::milliseconds renewal_window() const;
+
 private:
+    void trust(bool changed);
     void resync_background(std::uint64_t generation);
     std::size_t invalidate_gid(const sa::Gid& gid);
     bool is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const;
@@ -64,6 +76,12 @@ private:
     Preloader preloader_;
     Refresher refresher_;
     PortWatch port_watch_;
+    RoutingEpochSource epoch_source_;
+    std::optional<RoutingEpoch> epoch_;
+    bool trusted_ = false;
+    Clock::time_point epoch_changed_at_{};
+    std::uint64_t epoch_changes_ = 0;
+    std::string epoch_lost_why_;
     Timer resync_timer_;
     Jitter jitter_;
     bool resync_waits_for_port_ = false; // a resync found the port down: the poll finishes it

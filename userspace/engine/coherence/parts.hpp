@@ -49,6 +49,16 @@ struct CoherenceConfig {
     // The per-try wait of a preload GetTable: its RMPP transfer takes longer with every record
     // (a fabric of thousands of ports sends hundreds of segments), so it is sized by the table.
     std::chrono::milliseconds try_timeout{200};
+    // The master's routing epoch (routing_epoch_source.hpp): trusted while the master
+    // publishes it, answers and tables then stay valid until it changes (--no-routing-epoch:
+    // the TTL rules only). Off unless asked: the daemon turns it on (options.cpp), the tests
+    // of the TTL rules leave it off. `epoch_reread`: how often its ServiceRecord is read
+    // besides the Reports.
+    bool routing_epoch = false;
+    std::chrono::milliseconds epoch_reread{std::chrono::minutes{10}};
+    // What the master computes per second for renewals after an epoch change, fleet-wide
+    // (--master-capacity): the renewal of a node is spread over records x nodes / capacity.
+    unsigned master_capacity = 20000;
 };
 
 // The parts of one local SA that coherence acts on (LocalSa::coherence_parts() hands them out),

@@ -15,7 +15,7 @@ using namespace std::chrono_literals;
 
 Preloader::Preloader(boost::asio::any_io_executor executor, Clock& clock,
                      transport::MadTransport& transport, upstream::UpstreamClient& upstream,
-                     cache::PreloadTable& table, const sa::PathRecordService& path_records,
+                     cache::PreloadTable& table, sa::PathRecordService& path_records,
                      Counters& counters, const std::set<sa::Gid>& out_of_service,
                      PreloaderConfig config)
     : clock_(clock), transport_(transport), upstream_(upstream), table_(table),
@@ -64,6 +64,8 @@ void Preloader::start() {
     if (pkeys.empty())
         pkeys.emplace_back(std::nullopt);
     running_ = true;
+    renewal_ = table_.size() > 0;
+    any_changed_ = false;
     state_ = "loading";
     step(std::move(pkeys), 0, generation_);
 }
@@ -80,6 +82,16 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
             state_ = "done";
         spdlog::info("preload {}: {} paths from this port", state_, table_.size());
         preloaded_at_ = clock_.now();
+        if (renewal_ && state_ == "partial") {
+            // A failed renewal waits for a new use: the master may be gone for long.
+            table_.forget_use();
+        } else if (renewal_ && !any_changed_) {
+            ++unchanged_renewals_;
+        } else {
+            unchanged_renewals_ = 0;
+        }
+        path_records_.set_table_fresh_for(renew_interval() +
+                                          path_records_.config().positive_ttl / 10);
         schedule_renewal();
         return;
     }
@@ -116,7 +128,10 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
                 auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
                 if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
                     const auto now = clock_.now();
-                    table_.replace(pkey, recs.bytes, now + config_.validity, now);
+                    const auto until = trusted_ ? now + sa::PathRecordService::kTrustedHorizon
+                                                : now + std::max<Clock::duration>(
+                                                            config_.validity, renew_interval() * 2);
+                    any_changed_ |= table_.replace(pkey, recs.bytes, until, now);
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.
                     for (const auto& gone : out_of_service_)
@@ -149,17 +164,65 @@ void Preloader::schedule_renewal() {
     // gives those 0.2 TTL at least).
     const auto ttl = path_records_.config().positive_ttl;
     renew_timer_.expires_after(std::max<std::chrono::milliseconds>(ttl / 10, 1ms));
-    renew_timer_.async_wait([this, ttl, generation = generation_](auto ec) {
+    renew_timer_.async_wait([this, generation = generation_](auto ec) {
         if (ec || generation != generation_)
             return;
         // Demand-driven, as the cached answers: a table nobody used since it came costs the
         // master nothing more; one in use is renewed at 0.8 TTL, before the answers it gave
         // fall due (0.9-1.1 TTL).
         const auto now = clock_.now();
-        if (table_.used() && now >= preloaded_at_ + ttl * 4 / 5)
+        if (trusted_)
+            return; // kept until the epoch changes (renew_within)
+        if (table_.used() && now >= preloaded_at_ + renew_interval())
             start();
         else if (table_.live(now))
             schedule_renewal();
+    });
+}
+
+} // namespace localsa::coherence
+
+namespace localsa::coherence {
+
+Clock::duration Preloader::renew_interval() const {
+    const auto ttl = path_records_.config().positive_ttl;
+    Clock::duration d = ttl * 4 / 5;
+    const Clock::duration bound = path_records_.config().max_staleness;
+    for (int i = 0; i < unchanged_renewals_ && d < bound; ++i)
+        d *= 2;
+    return std::max(std::min(d, bound), Clock::duration{ttl * 4 / 5});
+}
+
+void Preloader::set_trusted(bool trusted) {
+    if (trusted == trusted_)
+        return;
+    trusted_ = trusted;
+    const auto now = clock_.now();
+    if (trusted) {
+        table_.set_expiry(now + sa::PathRecordService::kTrustedHorizon);
+        renew_timer_.cancel();
+    } else {
+        // Back on the TTL rules: what was kept on the epoch is renewed as if it came now.
+        table_.set_expiry(now + config_.validity);
+        preloaded_at_ = now;
+        unchanged_renewals_ = 0;
+        if (!running_ && table_.size() > 0)
+            schedule_renewal();
+    }
+}
+
+void Preloader::renew_within(std::chrono::milliseconds window) {
+    if (!config_.enabled || table_.size() == 0)
+        return;
+    if (!table_.used()) {
+        table_.clear();
+        return;
+    }
+    renew_timer_.cancel();
+    timer_.expires_after(jitter_.up_to(window));
+    timer_.async_wait([this](auto ec) {
+        if (!ec)
+            start();
     });
 }
 

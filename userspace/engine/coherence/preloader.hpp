@@ -36,8 +36,8 @@ public:
     // `out_of_service`: GIDs the master reported gone; a table that arrives later drops them.
     Preloader(boost::asio::any_io_executor executor, Clock& clock,
               transport::MadTransport& transport, upstream::UpstreamClient& upstream,
-              cache::PreloadTable& table, const sa::PathRecordService& path_records,
-              Counters& counters, const std::set<sa::Gid>& out_of_service, PreloaderConfig config);
+              cache::PreloadTable& table, sa::PathRecordService& path_records, Counters& counters,
+              const std::set<sa::Gid>& out_of_service, PreloaderConfig config);
 
     bool enabled() const { return config_.enabled; }
     // Preloads after a random delay in the spread window (the start).
@@ -48,6 +48,14 @@ public:
     void reset();
     void stop();
     void set_config(const PreloaderConfig& config) { config_ = config; }
+    // A trusted routing epoch: tables are kept until it changes, not renewed on age.
+    void set_trusted(bool trusted);
+    // The epoch changed: a table in use is renewed at a random moment within `window`, an
+    // unused one is dropped (its paths read through when asked).
+    void renew_within(std::chrono::milliseconds window);
+    // Without an epoch: how long after a renewal the next one may come (0.8 TTL, doubled after
+    // each renewal that found nothing changed, up to --max-staleness-s).
+    Clock::duration renew_interval() const;
     // idle, disabled, waiting, loading, done or partial.
     const std::string& state() const { return state_; }
 
@@ -62,7 +70,7 @@ private:
     transport::MadTransport& transport_;
     upstream::UpstreamClient& upstream_;
     cache::PreloadTable& table_;
-    const sa::PathRecordService& path_records_;
+    sa::PathRecordService& path_records_;
     Counters& counters_;
     const std::set<sa::Gid>& out_of_service_;
     PreloaderConfig config_;
@@ -73,6 +81,10 @@ private:
     bool running_ = false;
     std::string state_ = "idle";
     Clock::time_point preloaded_at_{}; // when the last preload ended
+    bool trusted_ = false;
+    bool renewal_ = false;     // the preload under way renews tables that were there
+    bool any_changed_ = false; // one of its tables differed from the one it replaced
+    int unchanged_renewals_ = 0;
 };
 
 } // namespace localsa::coherence

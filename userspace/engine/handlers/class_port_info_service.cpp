@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace localsa::sa {
 
 using namespace mad;
@@ -24,18 +26,41 @@ void ClassPortInfoService::learn(const std::vector<std::uint8_t>& resp) {
 }
 
 void ClassPortInfoService::forget() {
+    ++attempt_;
+    retry_timer_.cancel();
+    next_retry_ = kFirstRetry;
     master_.reset();
     if (listener_)
         listener_(master_);
 }
 
 void ClassPortInfoService::refresh() {
+    ++attempt_;
+    retry_timer_.cancel();
+    next_retry_ = kFirstRetry;
+    ask(attempt_);
+}
+
+void ClassPortInfoService::ask(std::uint64_t attempt) {
     SaMad q;
     q.header.method = method::kGet;
     q.header.attr_id = attr::kClassPortInfo;
-    upstream_.submit(q.pack(), [this](upstream::Reply r) {
+    upstream_.submit(q.pack(), [this, attempt](upstream::Reply r) {
         if (r.outcome == upstream::Outcome::Response)
             learn(r.response);
+        if (!master_ && attempt == attempt_)
+            retry_later(attempt);
+    });
+}
+
+void ClassPortInfoService::retry_later(std::uint64_t attempt) {
+    spdlog::debug("master SA ClassPortInfo not learned: asking again in {} ms",
+                  next_retry_.count());
+    retry_timer_.expires_after(next_retry_);
+    next_retry_ = std::min(next_retry_ * 2, kMaxRetry);
+    retry_timer_.async_wait([this, attempt](const boost::system::error_code& ec) {
+        if (!ec && attempt == attempt_ && !master_)
+            ask(attempt);
     });
 }
 

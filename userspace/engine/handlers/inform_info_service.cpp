@@ -17,6 +17,32 @@ constexpr std::size_t kSubscribeOffset = mad::kSaHeaderSize + 23;
 bool InformInfoService::handle(const transport::InboundMad& in) {
     if (in.bytes[mad::offset::kMethod] != mad::method::kSet)
         return false;
+    const auto key = mad::load_be64(in.bytes, mad::offset::kSmKey);
+    if (key == 0) {
+        handle_set(in);
+        return true;
+    }
+    // The key is the master's to judge: a harmless question carrying it. Answered (any
+    // status), the master accepts the key; unanswered, the Set goes unanswered, as from the
+    // master. One try: the client retries its Set on its own. The key is never logged.
+    mad::SaMad probe;
+    probe.header.method = mad::method::kGet;
+    probe.header.attr_id = mad::attr::kClassPortInfo;
+    probe.sm_key = key;
+    upstream::SubmitOptions options;
+    options.single_try = true;
+    ++counters_.inform_key_probes;
+    upstream_.submit(
+        probe.pack(),
+        [this, in](upstream::Reply r) {
+            if (r.outcome == upstream::Outcome::Response)
+                handle_set(in);
+        },
+        options);
+    return true;
+}
+
+void InformInfoService::handle_set(const transport::InboundMad& in) {
     const auto info = InformInfo::unpack(mad::Bytes{in.bytes}.subspan(mad::kSaHeaderSize));
     if (const char* why = refusal(in, info)) {
         ++counters_.inform_denied;
@@ -29,17 +55,16 @@ bool InformInfoService::handle(const transport::InboundMad& in) {
                          in.from.lid, in.from.qpn, why);
         }
         answer(in, mad::status::kSaDenied);
-        return true;
+        return;
     }
     if (info.subscribe > 1) {
         answer(in, mad::status::kSaReqInvalid);
-        return true;
+        return;
     }
     if (info.subscribe)
         subscribe(in, info);
     else
         unsubscribe(in, info);
-    return true;
 }
 
 const char* InformInfoService::refusal(const transport::InboundMad& in,

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace localsa::sa {
 
@@ -18,6 +19,13 @@ using namespace mad;
 std::uint16_t validate_path_request(Bytes request) {
     const auto mask = load_be64(request, mad::offset::kCompMask);
     const auto pr = request.subspan(kSaHeaderSize);
+    // In OpenSM's order (osm_pr_rcv_process): the rate, the MTU, then the ServiceID; the first
+    // that fails decides the status. Valid rates are 2.5 Gb/s (2) to 600 Gb/s (22).
+    if ((mask & pr_mask::kRateSelector) && (mask & pr_mask::kRate)) {
+        const auto rate = pr[55] & 0x3f;
+        if (rate < 2 || rate > 22)
+            return status::kSaReqInvalid;
+    }
     if ((mask & pr_mask::kMtuSelector) && (mask & pr_mask::kMtu)) {
         const auto mtu = pr[54] & 0x3f;
         if (mtu < 1 || mtu > 5)
@@ -160,6 +168,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
     options.deadline = now + config_.requester_deadline;
+    if (m == method::kGetTable)
+        options.try_timeout = table_try_timeout(key);
     upstream_.submit(
         in.bytes,
         [this, key, generation = generation_](upstream::Reply reply) {
@@ -169,6 +179,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
 }
 
 Clock::duration PathRecordService::jittered_ttl() {
+    if (epoch_trusted_)
+        return kTrustedHorizon;
     // xorshift: a cheap spread of +-10% of the TTL
     jitter_state_ ^= jitter_state_ << 13;
     jitter_state_ ^= jitter_state_ >> 7;
@@ -194,9 +206,29 @@ bool same_request(Bytes a, Bytes b) {
 }
 } // namespace
 
+std::size_t PathRecordService::pending() const {
+    auto n = pending_.size();
+    for (const auto& [generation, questions] : retired_)
+        n += questions.size();
+    return n;
+}
+
+void PathRecordService::new_generation() {
+    if (!pending_.empty())
+        retired_[generation_] = std::exchange(pending_, {});
+    ++generation_;
+}
+
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                                     upstream::Reply reply) {
-    auto node = pending_.extract(key);
+    PendingMap::node_type node;
+    if (generation == generation_) {
+        node = pending_.extract(key);
+    } else if (auto r = retired_.find(generation); r != retired_.end()) {
+        node = r->second.extract(key);
+        if (r->second.empty())
+            retired_.erase(r);
+    }
     if (node.empty())
         return;
     auto& waiters = node.mapped();
@@ -279,14 +311,18 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
         // query of their own. Only a young table: the answer then stays within the TTL bound.
         const auto now = clock_.now();
         Clock::time_point fetched;
-        if (auto rec =
-                preload_.match(key.masked, key.comp_mask, transport_.port().gid, now, &fetched);
-            rec && now < fetched + config_.positive_ttl * 9 / 10) {
+        // Not counted as a use of the table: its renewal follows requesters, not itself.
+        if (auto rec = preload_.match(key.masked, key.comp_mask, transport_.port().gid, now,
+                                      &fetched, false);
+            rec && (epoch_trusted_ ? fetched >= epoch_since_ : now < fetched + table_fresh_for())) {
             cache::PathAnswer from_table;
             from_table.records.assign(rec->begin(), rec->end());
             if (!stale_check_ || !stale_check_(key, from_table)) {
                 ++counters_.refreshes_from_preload;
-                from_table.refresh_at = std::max(fetched + jittered_ttl(), now);
+                // Not before 0.2 TTL: a table kept past the TTL (Preloader's back-off) must not
+                // make the answer due again at once.
+                from_table.refresh_at =
+                    std::max(fetched + jittered_ttl(), now + config_.positive_ttl / 5);
                 from_table.expires = from_table.refresh_at + config_.max_staleness;
                 cache_.store(key, from_table); // used_at unset: a refresh is no use
                 return;
@@ -302,12 +338,27 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
     std::copy(key.masked.begin(), key.masked.end(), q.data.begin());
     upstream::SubmitOptions options;
     options.priority = upstream::Priority::Background;
+    if (key.method == method::kGetTable)
+        options.try_timeout = table_try_timeout(key);
     upstream_.submit(
         q.pack(),
         [this, key, generation = generation_](upstream::Reply reply) {
             on_upstream(key, generation, std::move(reply));
         },
         options);
+}
+
+std::chrono::milliseconds PathRecordService::table_try_timeout(const cache::PathQueryKey& key) {
+    // Sized by this question's last answer, else by the preloaded paths of the port (a table
+    // from this port holds about as many), else by a fabric of 4,096.
+    std::size_t bytes = 0;
+    if (const auto old = cache_.peek(key))
+        bytes = old->records.size();
+    if (bytes == 0)
+        bytes = preload_.size() * PathRecord::kSize;
+    if (bytes == 0)
+        bytes = upstream::kUnknownTableBytes;
+    return upstream::table_try_timeout(upstream_.config().try_timeout, bytes);
 }
 
 void PathRecordService::retry_refresh_later(const cache::PathQueryKey& key) {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -75,11 +76,32 @@ public:
     // The cache key of a request: its method, its mask less key_ignores() and the fields left.
     cache::PathQueryKey key_of(mad::Bytes request) const;
 
-    // Misses waiting for the master, for stats and tests.
-    std::size_t pending() const { return pending_.size(); }
+    // A trusted routing epoch (Coherence): positive answers stored from now on stay valid
+    // until the epoch changes instead of for a TTL, and an answer is refreshed from the preload
+    // table only when the table came at or after `since` (the last change of the epoch).
+    void set_epoch_trust(bool trusted, Clock::time_point since) {
+        epoch_trusted_ = trusted;
+        epoch_since_ = since;
+    }
+    bool epoch_trusted() const { return epoch_trusted_; }
+    // How long after it came a preload table refreshes answers without the epoch: 0.9 TTL,
+    // or longer once its renewals found nothing changed (the Preloader's back-off).
+    void set_table_fresh_for(Clock::duration d) { table_fresh_for_ = d; }
+    Clock::duration table_fresh_for() const {
+        return table_fresh_for_ ? *table_fresh_for_
+                                : Clock::duration{config_.positive_ttl * 9 / 10};
+    }
+    // How long "until the epoch changes" is written in an answer's refresh time.
+    // Within the cache refresh queue's 32-bit millisecond range (24 days), with room: a week,
+    // after which a used answer is asked again even on an unchanged epoch.
+    static constexpr Clock::duration kTrustedHorizon = std::chrono::hours{24 * 7};
+
+    // Misses waiting for the master, for stats and tests (those asked before a resync too).
+    std::size_t pending() const;
     // A resync: answers to questions asked before it are relayed to their requesters but never
-    // stored (they may come from the former master, or about the former port state).
-    void new_generation() { ++generation_; }
+    // stored (they may come from the former master, or about the former port state), and no
+    // miss after it joins them: it is a question of its own, to the master of now.
+    void new_generation();
 
 private:
     struct Waiter {
@@ -100,6 +122,8 @@ private:
     void on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                      upstream::Reply reply);
     Clock::duration jittered_ttl();
+    // One try's wait for a GetTable answer: its whole RMPP transfer must fit.
+    std::chrono::milliseconds table_try_timeout(const cache::PathQueryKey& key);
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     Clock& clock_;
@@ -110,7 +134,11 @@ private:
     transport::MadTransport& transport_;
     Counters& counters_;
     PathRecordConfig config_;
-    std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash> pending_;
+    using PendingMap =
+        std::unordered_map<cache::PathQueryKey, std::vector<Waiter>, cache::PathQueryKeyHash>;
+    PendingMap pending_; // asked in this generation
+    // Asked before a resync, by generation: their answers go to their waiters only.
+    std::map<std::uint64_t, PendingMap> retired_;
     StaleCheck stale_check_;
     cache::PathAnswer stale_scratch_;
     std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
@@ -118,6 +146,9 @@ private:
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
     std::uint64_t generation_ = 0;
     std::uint64_t key_ignores_ = 0;
+    bool epoch_trusted_ = false;
+    Clock::time_point epoch_since_{};
+    std::optional<Clock::duration> table_fresh_for_;
 };
 
 // OpenSM's own checks of a PathRecord Get/GetTable, done locally (osm_sa_path_record.c); a non-zero

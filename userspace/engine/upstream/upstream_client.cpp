@@ -55,7 +55,7 @@ void UpstreamClient::submit(std::vector<std::uint8_t> request, ReplyHandler done
     auto q = std::make_unique<Query>();
     q->request = std::move(request);
     q->done = std::move(done);
-    q->tries_left = config_.retries + 1;
+    q->tries_left = options.single_try ? 1 : config_.retries + 1;
     q->options = options;
     if (transport_.port().sm_lid == 0) {
         q->done({Outcome::NoMaster, {}});
@@ -153,6 +153,8 @@ void UpstreamClient::transmit(Query& q) {
         ++counters_.upstream_background_requests;
     q.sent_to = port.sm_lid;
     auto timeout = q.options.try_timeout.value_or(config_.try_timeout);
+    if (q.options.single_try)
+        timeout = std::max(timeout, config_.patience());
     // A try that ends past the requester's deadline is the last one (no try starts after it):
     // it waits what the tries left would have, so that the answer of a master slower than one
     // try still lands in the cache for the next requester, and is not thrown away as late.

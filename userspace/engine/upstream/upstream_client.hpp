@@ -54,7 +54,21 @@ struct SubmitOptions {
     std::optional<Clock::time_point> deadline;
     // The wait per try, if not the configured one (a GetTable sized by its transfer).
     std::optional<std::chrono::milliseconds> try_timeout;
+    // One try, waiting what all the tries would have (patience): for a relayed request whose
+    // requester retries on its own (the master sees each of its retries once, as without
+    // localsad); a BUSY answer is then the requester's, as from the master.
+    bool single_try = false;
 };
+
+// The wait of one try for a table answer: its whole RMPP transfer must fit, a window of 32
+// segments (200 bytes of records each) per `per_window`. Unknown sizes are taken as a fabric of
+// 4,096 PathRecords (as the preloader's first table).
+inline constexpr std::size_t kUnknownTableBytes = 4096 * 64;
+inline std::chrono::milliseconds table_try_timeout(std::chrono::milliseconds per_window,
+                                                   std::size_t record_bytes) {
+    const auto segments = record_bytes / 200 + 1;
+    return per_window * static_cast<long>(1 + segments / 32);
+}
 
 enum class Outcome { Response, Timeout, Overloaded, NoMaster };
 

@@ -2,7 +2,9 @@
 
 #include "ib/constants.hpp"
 #include "ib/mad.hpp"
+#include "ib/notice.hpp"
 #include "ib/path_record.hpp"
+#include "ib/response.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -54,12 +56,21 @@ const char* scenario_name(Scenario s) {
         return "trap64";
     case Scenario::FailOver:
         return "failover";
+    case Scenario::Steady:
+        return "steady";
+    case Scenario::PowerOn:
+        return "power-on";
+    case Scenario::Reroute:
+        return "reroute";
+    case Scenario::SwitchDown:
+        return "switch-down";
     }
     return "?";
 }
 
 std::optional<Scenario> parse_scenario(const std::string& name) {
-    for (auto s : {Scenario::Idle, Scenario::Jobs, Scenario::Trap64, Scenario::FailOver})
+    for (auto s : {Scenario::Idle, Scenario::Jobs, Scenario::Trap64, Scenario::FailOver,
+                   Scenario::Steady, Scenario::PowerOn, Scenario::Reroute, Scenario::SwitchDown})
         if (name == scenario_name(s))
             return s;
     return std::nullopt;
@@ -104,12 +115,13 @@ struct Fleet::Node {
     std::vector<std::int64_t> background_us; // when each background query reached the master
     std::int64_t resynced_us = -1;           // its resync's preload table answered, after the event
     std::uint64_t queries_after_event_window = 0; // Trap64: in the event's window, checks aside
+    bool up = true;                               // SwitchDown: its leaf is up (its clients ask)
 };
 
 Fleet::Fleet(FleetParams params)
     : p_(std::move(params)), clock_(io_),
       t0_(clock_.now() + std::chrono::duration_cast<Clock::duration>(p_.warmup)),
-      master_(kFirstSmLid) {
+      master_(kFirstSmLid), queue_(p_.master) {
     seconds_.resize(static_cast<std::size_t>((p_.warmup + p_.duration).count()) + 1);
     for (std::size_t i = 0; i < p_.nodes; ++i) {
         auto n = std::make_unique<Node>();
@@ -180,6 +192,9 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
             !client_answered_[tid]) {
             client_answered_[tid] = 1;
             ++client_answered_locally_;
+            const auto asked_us = static_cast<std::int64_t>(client_asked_ms_[tid]) * 1000 -
+                                  p_.warmup.count() * 1'000'000;
+            worst_client_wait_us_ = std::max(worst_client_wait_us_, now_us() - asked_us);
         }
         return;
     }
@@ -199,13 +214,22 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
         return;
     }
     const std::vector<std::uint8_t> request(bytes.begin(), bytes.end());
-    auto a = master_.answer(request, n.port.lid);
     const auto now = now_us();
+    const auto admit = queue_.offer(now);
+    if (admit == MasterQueue::Admit::Dropped) {
+        // Dropped before it was read: it costs the master nothing; the node's try times out.
+        count_offered(0, background, admit);
+        return;
+    }
+    auto a = admit == MasterQueue::Admit::Busy
+                 ? MasterAnswer{QueryKind::Other,
+                                sa::make_error_response(request, mad::status::kBusy), 0}
+                 : master_.answer(request, n.port.lid);
+    const auto done_us = admit == MasterQueue::Admit::Busy ? now : queue_.serve(now, a.records);
+    count_offered(a.records, background, admit);
     const auto second = static_cast<std::size_t>((now + p_.warmup.count() * 1'000'000) / 1'000'000);
     if (second < seconds_.size()) {
         auto& s = seconds_[second];
-        ++s.queries;
-        s.background += background;
         s.records += a.records;
         s.path_queries += a.kind == QueryKind::PathGet || a.kind == QueryKind::PathTable;
     }
@@ -221,10 +245,9 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
         n.background_us.push_back(now);
     if (a.response.empty())
         return;
-    // A table takes the master longer: OpenSM computes each record (~3.3 us a path).
-    const auto latency = p_.master_latency.count() + static_cast<std::int64_t>(a.records) * 3;
+    // The answer leaves when the master is done with it (its queue, its cost by records).
     const auto kind = a.kind;
-    at(now + latency,
+    at(done_us + p_.master_latency.count(),
        [this, index, kind, from = to.lid, response = std::move(a.response)]() mutable {
            auto& node = *nodes_[index];
            // A resync ends with its preload table (after ClassPortInfo and the subscriptions).
@@ -236,6 +259,19 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
            in.from.lid = from;
            node.sa->dispatch(in);
        });
+}
+
+void Fleet::count_offered(std::size_t records, bool background, MasterQueue::Admit admit) {
+    const auto second =
+        static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
+    if (second >= seconds_.size())
+        return;
+    auto& s = seconds_[second];
+    ++s.queries;
+    s.background += background;
+    s.work_us += p_.master.cost_us(records);
+    s.dropped += admit == MasterQueue::Admit::Dropped;
+    s.busy += admit == MasterQueue::Admit::Busy;
 }
 
 void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
@@ -254,8 +290,17 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     pr.numb_path = 1;
     pr.reversible = true;
     pr.pack(m.data);
-    if (client_answered_.size() <= tid)
+    if (client_answered_.size() <= tid) {
         client_answered_.resize(tid + 1 + client_answered_.size() / 2);
+        client_asked_ms_.resize(client_answered_.size());
+    }
+    const auto since_warmup_us = now_us() + p_.warmup.count() * 1'000'000;
+    client_asked_ms_[tid] = static_cast<std::uint32_t>(since_warmup_us / 1000);
+    if (const auto second = static_cast<std::size_t>(since_warmup_us / 1'000'000);
+        second < seconds_.size()) {
+        ++seconds_[second].client_asks;
+        seconds_[second].client_records += !master_.is_down(dst.gid);
+    }
     ++client_queries_;
     transport::InboundMad in;
     in.bytes = m.pack();
@@ -263,20 +308,62 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     in.from.qpn = 1;
     n.sa->dispatch(in);
     // Not answered within the kernel's sa_redirect_timeout_ms: the kernel asks the master.
-    at(now_us() + p_.fail_open.count() * 1000, [this, tid] {
-        if (!client_answered_[tid]) {
-            ++fail_open_queries_;
-            const auto second =
-                static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
-            if (second < seconds_.size()) {
-                ++seconds_[second].queries;
-                ++seconds_[second].path_queries;
-                ++seconds_[second].records;
-            }
-            if (now_us() >= 0)
-                ++by_kind_[static_cast<std::size_t>(QueryKind::PathGet)];
+    at(now_us() + p_.fail_open.count() * 1000, [this, tid, answerable = !master_.is_down(dst.gid)] {
+        if (client_answered_[tid])
+            return;
+        ++fail_open_queries_;
+        const auto admit = queue_.offer(now_us());
+        const std::size_t records = admit == MasterQueue::Admit::Served && answerable ? 1 : 0;
+        count_offered(records, false, admit);
+        if (admit == MasterQueue::Admit::Dropped)
+            return; // the client's own retry is not modelled
+        const auto done =
+            admit == MasterQueue::Admit::Served ? queue_.serve(now_us(), records) : now_us();
+        const auto second =
+            static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
+        if (second < seconds_.size()) {
+            ++seconds_[second].path_queries;
+            seconds_[second].records += records;
         }
+        if (now_us() >= 0)
+            ++by_kind_[static_cast<std::size_t>(QueryKind::PathGet)];
+        const auto asked_us =
+            static_cast<std::int64_t>(client_asked_ms_[tid]) * 1000 - p_.warmup.count() * 1'000'000;
+        worst_client_wait_us_ =
+            std::max(worst_client_wait_us_, done + p_.master_latency.count() - asked_us);
     });
+}
+
+void Fleet::steady_use(std::size_t i, std::int64_t t_us, std::size_t k, std::int64_t end_us) {
+    at(t_us, [this, i, t_us, k, end_us] {
+        const auto n = nodes_.size();
+        if (nodes_[i]->up) {
+            // Its k-th use goes to one of its few peers (storage-like: the same ones all along).
+            const auto peer =
+                (i + 1 + (k % p_.targets) * std::max<std::size_t>(n / p_.targets, 1)) % n;
+            if (peer != i)
+                ask(i, nodes_[peer]->port, kPsTcp << 16 | 3260);
+        }
+        const auto next = t_us + p_.use_period.count() * 1'000'000;
+        if (next < end_us)
+            steady_use(i, next, k + 1, end_us);
+    });
+}
+
+void Fleet::switch_leaf(bool down) {
+    // The leaf's hosts: their ports go down (the master forgets their paths; trap 65 to every
+    // subscriber, one per port), then come back (trap 64 each; their local SAs see the port
+    // active again and resync).
+    const auto hosts = std::min(p_.leaf_hosts, nodes_.size() / 2);
+    for (std::size_t h = 0; h < hosts; ++h) {
+        auto& node = *nodes_[h];
+        node.up = !down;
+        node.transport->live.state = down ? 1 : 4;
+        master_.set_down(node.port.gid, down);
+    }
+    for (std::size_t h = 0; h < hosts; ++h)
+        inject_report(down ? sa::trap::kGidOutOfService : sa::trap::kGidInService,
+                      nodes_[h]->port.gid);
 }
 
 void Fleet::job_start(std::uint16_t first_port) {
@@ -320,12 +407,19 @@ nlohmann::json Fleet::run(Scenario scenario) {
     const std::int64_t s = 1'000'000;
     // Warm-up: every node starts as localsad does (ClassPortInfo, subscriptions, the preload
     // after a random delay in the spread window).
-    at(-p_.warmup.count() * s, [this] {
-        for (auto& n : nodes_) {
-            n->sa->start();
-            n->coherence->start();
-        }
-    });
+    if (scenario != Scenario::PowerOn) {
+        // Started within the power-on window (a fleet-wide systemctl start), not in one
+        // microsecond: 7 queries of every node at once would overflow the master's queue.
+        std::mt19937_64 rng(0x5ca1e);
+        const auto window = std::max<std::int64_t>(p_.power_on_window.count() * s, 1);
+        for (std::size_t i = 0; i < nodes_.size(); ++i)
+            at(-p_.warmup.count() * s +
+                   static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window)),
+               [this, i] {
+                   nodes_[i]->sa->start();
+                   nodes_[i]->coherence->start();
+               });
+    }
     run_until(0);
     const auto job_at = [&](std::int64_t t, std::uint16_t first_port) {
         at(t, [this, first_port] { job_start(first_port); });
@@ -361,6 +455,42 @@ nlohmann::json Fleet::run(Scenario scenario) {
         at(event_us_, [this] { fail_over(); });
         job_at(event_us_ + p_.second_job_after.count() * s, 24000);
         break;
+    case Scenario::Steady:
+    case Scenario::PowerOn:
+    case Scenario::Reroute:
+    case Scenario::SwitchDown: {
+        std::mt19937_64 rng(0x57ead);
+        const auto period = p_.use_period.count() * s;
+        const auto window = std::max<std::int64_t>(p_.power_on_window.count() * s, 1);
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            std::int64_t first =
+                static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(period));
+            if (scenario == Scenario::PowerOn) {
+                // Every node starts within the window, then uses its paths.
+                const auto start =
+                    static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window));
+                at(start, [this, i] {
+                    nodes_[i]->sa->start();
+                    nodes_[i]->coherence->start();
+                });
+                first += window;
+            }
+            steady_use(i, first, i, end);
+        }
+        if (scenario == Scenario::Reroute) {
+            // A spine link goes down: the master routes over the others and answers another
+            // rate (no trap: a re-route raises none); back up after the outage.
+            event_us_ = p_.event_at.count() * s;
+            at(event_us_, [this] { master_.set_rate(3); });
+            at(event_us_ + p_.outage.count() * s, [this] { master_.set_rate(7); });
+        }
+        if (scenario == Scenario::SwitchDown) {
+            event_us_ = p_.event_at.count() * s;
+            at(event_us_, [this] { switch_leaf(true); });
+            at(event_us_ + p_.outage.count() * s, [this] { switch_leaf(false); });
+        }
+        break;
+    }
     }
     // The caches' memory once the first job is in them.
     run_until(10 * s);
@@ -402,28 +532,96 @@ nlohmann::json Fleet::report(Scenario scenario) {
     nlohmann::json kinds;
     for (std::size_t k = 0; k < kQueryKinds; ++k)
         kinds[kind_name(static_cast<QueryKind>(k))] = by_kind_[k];
+    double peak_work_us = 0;
+    std::size_t peak_work_at = 0;
+    std::uint64_t dropped = 0, busy = 0;
+    for (std::size_t i = warm; i < seconds_.size(); ++i) {
+        dropped += seconds_[i].dropped;
+        busy += seconds_[i].busy;
+    }
+    for (std::size_t i = warm; i < seconds_.size(); ++i)
+        if (seconds_[i].work_us > peak_work_us) {
+            peak_work_us = seconds_[i].work_us;
+            peak_work_at = i - warm;
+        }
+    const auto& cap = p_.master;
     j["master"] = {{"queries", total},
                    {"queries_per_node_per_hour", static_cast<double>(total) / n / hours},
                    {"path_queries_per_node_per_hour", static_cast<double>(paths) / n / hours},
                    {"background_queries", background},
                    {"records", records},
+                   {"records_per_hour", static_cast<double>(records) / hours},
                    {"by_kind", kinds},
+                   {"dropped", dropped},
+                   {"busy", busy},
+                   // The busiest second's work offered to the master, in seconds of its time
+                   // (its capacity: 1).
+                   {"peak_over_capacity", peak_work_us / 1e6},
+                   {"peak_over_capacity_at_s", peak_work_at},
+                   {"worst_wait_s", static_cast<double>(queue_.worst_wait_us()) / 1e6},
                    {"peak_qps", peak},
                    {"peak_at_s", peak_at},
                    {"peak_records_per_s", peak_records},
                    {"peak_records_at_s", peak_records_s},
-                   {"peak_over_capacity", p_.capacity > 0 ? peak / p_.capacity : 0.0},
+                   {"peak_qps_over_capacity_qps", p_.capacity > 0 ? peak / p_.capacity : 0.0},
                    {"fail_open_queries", fail_open_queries_},
                    {"lost_queries", lost_queries_},
                    {"report_acks", report_acks_}};
+    j["master_capacity"] = {
+        {"records_per_s", cap.records_per_s},
+        {"transactions_per_s", cap.transactions_per_s},
+        {"queue", cap.queue},
+        {"busy_after_s", static_cast<double>(cap.busy_after_us) / 1e6},
+        {"source",
+         "docs/benchmarks.md part (f), OpenSM 3.3.23 in a 6.12 guest under TCG, N = 1,024: "
+         "1,118,208 preloaded paths in 23.7 s of OpenSM CPU (47,182 records/s), 65,472 Gets in "
+         "29.14 s (2,247 transactions/s); queue: ib_mad's recv_queue_size (512); BUSY: OpenSM's "
+         "max_msg_fifo_timeout (10 s)"}};
+
+    // The same client workload sent straight to the master (no localsa): one Get per client
+    // question, through the same capacity and queue (fluid, second by second; a dropped Get's
+    // retry is not counted).
+    {
+        const double per_query_us = cap.cost_us(1);
+        const double per_second = 1e6 / per_query_us;
+        double backlog = 0, worst_wait_s = 0, peak_work = 0, dropped = 0;
+        std::uint64_t asks = 0, recs = 0;
+        for (std::size_t i = warm; i < seconds_.size(); ++i) {
+            const auto a = static_cast<double>(seconds_[i].client_asks);
+            asks += seconds_[i].client_asks;
+            recs += seconds_[i].client_records;
+            peak_work = std::max(peak_work, a * per_query_us / 1e6);
+            double left = std::max(0.0, backlog + a - per_second);
+            worst_wait_s = std::max(
+                worst_wait_s, std::min(backlog + a, static_cast<double>(cap.queue)) / per_second);
+            if (left > static_cast<double>(cap.queue)) {
+                dropped += left - static_cast<double>(cap.queue);
+                left = static_cast<double>(cap.queue);
+            }
+            backlog = left;
+        }
+        j["without_localsa"] = {{"records", recs},
+                                {"queries", asks},
+                                {"records_per_hour", static_cast<double>(recs) / hours},
+                                {"dropped", static_cast<std::uint64_t>(dropped)},
+                                {"peak_over_capacity", peak_work},
+                                {"worst_client_wait_s", worst_wait_s + per_query_us / 1e6}};
+    }
     // The warm-up: a fleet-wide start of localsad.
-    std::uint64_t start_total = 0;
+    std::uint64_t start_total = 0, start_dropped = 0, start_records = 0;
     std::uint32_t start_peak = 0;
+    double start_work = 0;
     for (std::size_t i = 0; i < warm && i < seconds_.size(); ++i) {
         start_total += seconds_[i].queries;
+        start_dropped += seconds_[i].dropped;
+        start_records += seconds_[i].records;
         start_peak = std::max(start_peak, seconds_[i].queries);
+        start_work = std::max(start_work, seconds_[i].work_us);
     }
     j["startup"] = {{"queries_per_node", static_cast<double>(start_total) / n},
+                    {"records", start_records},
+                    {"dropped", start_dropped},
+                    {"peak_over_capacity", start_work / 1e6},
                     {"peak_qps", start_peak}};
 
     // An idle cache: PathRecord queries after the first job's answers went idle (its idle
@@ -528,7 +726,8 @@ nlohmann::json Fleet::report(Scenario scenario) {
 
     j["clients"] = {{"queries", client_queries_},
                     {"answered_locally", client_answered_locally_},
-                    {"fail_open_to_master", fail_open_queries_}};
+                    {"fail_open_to_master", fail_open_queries_},
+                    {"worst_wait_s", static_cast<double>(worst_client_wait_us_) / 1e6}};
     Counters sum;
     for (const auto& node : nodes_) {
         const auto& c = node->sa->counters();

@@ -25,7 +25,7 @@
 
 namespace localsa::fleet_scale {
 
-enum class Scenario { Idle, Jobs, Trap64, FailOver };
+enum class Scenario { Idle, Jobs, Trap64, FailOver, Steady, PowerOn, Reroute, SwitchDown };
 const char* scenario_name(Scenario s);
 std::optional<Scenario> parse_scenario(const std::string& name);
 
@@ -39,10 +39,20 @@ struct FleetParams {
     std::chrono::seconds event_at{1200};        // Trap64 and FailOver: when the event happens
     std::chrono::seconds new_port_use{60};      // Trap64: the nodes ask for the new port this later
     std::chrono::seconds second_job_after{600}; // FailOver: a job this long after the fail-over
+    // Steady, PowerOn, Reroute, SwitchDown: every node uses one of its `targets` paths every
+    // `use_period` (storage-like: the same few peers, a few times a minute).
+    std::chrono::seconds use_period{20};
+    std::size_t targets = 4;
+    std::chrono::seconds power_on_window{10}; // PowerOn: every node starts within this
+    std::chrono::seconds outage{600};         // Reroute, SwitchDown: back this long after
+    std::size_t leaf_hosts = 18;              // SwitchDown: the hosts of the leaf (36-port)
     // Idle: the window after which the cache must be silent (0: its idle window).
     std::chrono::seconds idle_target{0};
-    // The master's capacity in queries per second (OpenSM's throughput from bench part b).
+    // The master's capacity in queries per second (OpenSM's throughput from bench part b),
+    // compared with the busiest second's query count (peak_qps_over_capacity_qps).
     double capacity = 0;
+    // The master's capacity in records and transactions, its queue and BUSY (MasterQueue).
+    MasterCapacity master;
     // How long the master takes to answer (its queueing is not modelled).
     std::chrono::microseconds master_latency{1000};
     // The kernel's sa_redirect_timeout_ms: a client query localsa has not answered by then goes
@@ -82,6 +92,10 @@ private:
     void ask(std::size_t node, const Port& dst, std::uint64_t service_id);
     void inject_report(std::uint16_t trap, const sa::Gid& subject);
     void fail_over();
+    void steady_use(std::size_t node, std::int64_t t_us, std::size_t k, std::int64_t end_us);
+    void switch_leaf(bool down);
+    // Counts a query offered to the master at now_us() (its time of `records` records).
+    void count_offered(std::size_t records, bool background, MasterQueue::Admit admit);
     nlohmann::json report(Scenario scenario);
 
     FleetParams p_;
@@ -101,7 +115,11 @@ private:
         std::uint32_t queries = 0;
         std::uint32_t background = 0;
         std::uint64_t records = 0;
-        std::uint32_t path_queries = 0; // PathRecord Get and GetTable
+        std::uint32_t path_queries = 0;      // PathRecord Get and GetTable
+        double work_us = 0;                  // the master's time for what it was offered
+        std::uint32_t client_asks = 0;       // client questions (without localsa: one Get each)
+        std::uint32_t client_records = 0;    // ... of which answerable (the peer is up)
+        std::uint32_t dropped = 0, busy = 0; // by the master (its queue full; BUSY)
     };
     std::vector<Second> seconds_; // from the start of the warm-up
     std::array<std::uint64_t, kQueryKinds> by_kind_{};
@@ -110,6 +128,9 @@ private:
     std::uint64_t report_acks_ = 0;
     std::uint64_t client_queries_ = 0, client_answered_locally_ = 0;
     std::int64_t event_us_ = -1; // the scenario's event (trap, fail-over)
+    MasterQueue queue_;
+    std::vector<std::uint32_t> client_asked_ms_; // by client TID: ms since the warm-up began
+    std::int64_t worst_client_wait_us_ = 0;
     long rss_after_job_kb_ = 0;
 };
 

@@ -7,7 +7,16 @@
 //   trap64    a job start, a port joining at --event-at-s (trap 64 to every node), each node
 //             asking its path to the new port a minute later;
 //   failover  a job start, an SM fail-over at --event-at-s (a standby on another LID, which
-//             holds no subscription), a job --second-job-after-s later.
+//             holds no subscription), a job --second-job-after-s later;
+//   steady    every node uses one of its few peers (--targets) every --use-period-s;
+//   power-on  every node starts within --power-on-window-s, then uses its peers as in steady;
+//   reroute   steady, and a spine link down at --event-at-s (the master answers another rate,
+//             no trap), up --outage-s later;
+//   switch-down  steady, and a leaf switch and its --leaf-hosts hosts down at --event-at-s
+//             (trap 65 each), back --outage-s later (trap 64 each).
+// The master has a capacity in records/s and transactions/s, a bounded queue that drops and
+// BUSY (MasterQueue); every scenario also reports its client workload sent straight to the
+// master (without_localsa).
 // Prints one JSON document; --check exits 1 when a target is missed (see --help).
 #include "sim/fleet_scale/fleet.hpp"
 
@@ -48,6 +57,30 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
         if (f["nodes_resynced"] != r["nodes"] || f["nodes_subscribed_again"] != r["nodes"])
             missed.push_back("failover: not every node resynced and subscribed again");
     }
+    // At fleet scale (N >= 256) the master's work with localsa must not exceed its work without
+    // localsa, stay within its capacity and lose nothing (issue 25).
+    if (r["nodes"].get<std::size_t>() >= 256) {
+        const auto with = r["master"]["records"].get<std::uint64_t>();
+        const auto without = r["without_localsa"]["records"].get<std::uint64_t>();
+        if (with > without)
+            missed.push_back(
+                s + ": the master computed " + std::to_string(with) +
+                " PathRecords with localsa against " + std::to_string(without) + " without (" +
+                (without
+                     ? std::to_string(static_cast<double>(with) / static_cast<double>(without)) +
+                           "x"
+                     : std::string{"none without"}) +
+                ")");
+        if (r["master"]["peak_over_capacity"].get<double>() > 1.0)
+            missed.push_back(s + ": the master's busiest second (at " +
+                             r["master"]["peak_over_capacity_at_s"].dump() + " s) was offered " +
+                             r["master"]["peak_over_capacity"].dump() +
+                             " x its capacity (over capacity)");
+        if (r["master"]["dropped"].get<std::uint64_t>() > 0)
+            missed.push_back(s + ": the master dropped " + r["master"]["dropped"].dump() +
+                             " queries (its queue of " + r["master_capacity"]["queue"].dump() +
+                             " was full)");
+    }
     return missed;
 }
 
@@ -55,7 +88,11 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
 
 int main(int argc, char** argv) {
     std::size_t nodes = 256;
-    std::string scenarios_arg = "idle,jobs,trap64,failover", out_file, log_level = "warn";
+    std::string scenarios_arg = "idle,jobs,trap64,failover,steady,power-on,reroute,switch-down",
+                out_file, log_level = "warn";
+    long use_period_s = 20, power_on_window_s = 10, outage_s = 600;
+    std::size_t targets = 4, leaf_hosts = 18;
+    MasterCapacity master;
     long duration_s = 3600, warmup_s = 60, job_period_s = 600, event_at_s = 1200;
     long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
@@ -69,11 +106,14 @@ int main(int argc, char** argv) {
         "--check exits 1 when a target is missed: no node over its budget; idle: no\n"
         "PathRecord query once the job's answers went idle and one refresh round passed;\n"
         "trap64: at most 1 query per node (its own question to the new port); failover: the\n"
-        "peak below --capacity and every node resynced.\n\nOptions");
+        "peak below --capacity and every node resynced; and at N >= 256, every scenario: no\n"
+        "more PathRecords computed by the master with localsa than without, its busiest second\n"
+        "within its capacity (--master-records-per-s, --master-transactions-per-s), nothing\n"
+        "dropped (--master-queue).\n\nOptions");
     opts.add_options()("help,h", "print this help")(
-        "nodes", po::value(&nodes)->default_value(nodes),
-        "local SAs (nodes)")("scenarios", po::value(&scenarios_arg)->default_value(scenarios_arg),
-                             "comma-separated: idle, jobs, trap64, failover")(
+        "nodes", po::value(&nodes)->default_value(nodes), "local SAs (nodes)")(
+        "scenarios", po::value(&scenarios_arg)->default_value(scenarios_arg),
+        "comma-separated: idle, jobs, trap64, failover, steady, power-on, reroute, switch-down")(
         "duration-s", po::value(&duration_s)->default_value(duration_s),
         "simulated seconds per scenario (after the warm-up)")(
         "warmup-s", po::value(&warmup_s)->default_value(warmup_s),
@@ -97,6 +137,23 @@ int main(int argc, char** argv) {
         "idle-window-s", po::value(&idle_window_s), "localsad's --idle-window-s")(
         "master-rate", po::value(&master_rate), "localsad's --master-rate")(
         "master-burst", po::value(&master_burst), "localsad's --master-burst")(
+        "use-period-s", po::value(&use_period_s)->default_value(use_period_s),
+        "steady and after: a node uses one of its peers this often")(
+        "targets", po::value(&targets)->default_value(targets), "the peers a node uses")(
+        "power-on-window-s", po::value(&power_on_window_s)->default_value(power_on_window_s),
+        "power-on: every node starts within this")(
+        "outage-s", po::value(&outage_s)->default_value(outage_s),
+        "reroute, switch-down: the link or switch is back this long after")(
+        "leaf-hosts", po::value(&leaf_hosts)->default_value(leaf_hosts),
+        "switch-down: the hosts of the leaf")(
+        "master-records-per-s",
+        po::value(&master.records_per_s)->default_value(master.records_per_s),
+        "the master's capacity in PathRecords computed and sent per second")(
+        "master-transactions-per-s",
+        po::value(&master.transactions_per_s)->default_value(master.transactions_per_s),
+        "the master's capacity in transactions per second")(
+        "master-queue", po::value(&master.queue)->default_value(master.queue),
+        "queries waiting at the master at most (more are dropped)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
         "json", po::value(&out_file), "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
@@ -143,6 +200,12 @@ int main(int argc, char** argv) {
     p.idle_target = std::chrono::seconds{idle_target_s};
     p.master_latency = std::chrono::microseconds{latency_us};
     p.capacity = capacity;
+    p.master = master;
+    p.use_period = std::chrono::seconds{use_period_s};
+    p.targets = std::max<std::size_t>(targets, 1);
+    p.power_on_window = std::chrono::seconds{power_on_window_s};
+    p.outage = std::chrono::seconds{outage_s};
+    p.leaf_hosts = leaf_hosts;
     // localsad's defaults (the engine's config structs), but for what the options change.
     if (ttl_s > 0)
         p.local_sa.path_record.positive_ttl = std::chrono::seconds{ttl_s};
@@ -191,6 +254,8 @@ int main(int argc, char** argv) {
                      r["master"]["queries_per_node_per_hour"].get<double>(),
                      r["master"]["peak_qps"].get<unsigned>(),
                      r["master"]["peak_at_s"].get<unsigned>(), r["wall_s"].get<double>());
+        r["memory"]["max_rss_kb_per_node"] =
+            static_cast<double>(r["memory"]["max_rss_kb"].get<long>()) / static_cast<double>(nodes);
         out["scenarios"].push_back(std::move(r));
     }
     out["missed_targets"] = missed;

@@ -37,6 +37,37 @@ void MasterModel::add_port(const Port& port) {
     ports_.push_back(port);
 }
 
+MasterQueue::Admit MasterQueue::offer(std::int64_t now_us) {
+    while (!waiting_.empty() && waiting_.front() <= now_us)
+        waiting_.pop_front();
+    // The work ahead of a new query: past max_msg_fifo_timeout the dispatcher answers BUSY.
+    if (!waiting_.empty() && static_cast<std::int64_t>(free_at_us_) - now_us > cap_.busy_after_us) {
+        ++busy_;
+        return Admit::Busy;
+    }
+    if (waiting_.size() >= cap_.queue) {
+        ++dropped_;
+        return Admit::Dropped;
+    }
+    return Admit::Served;
+}
+
+std::int64_t MasterQueue::serve(std::int64_t now_us, std::size_t records) {
+    const double start = std::max(free_at_us_, static_cast<double>(now_us));
+    free_at_us_ = start + cap_.cost_us(records);
+    const auto done = static_cast<std::int64_t>(free_at_us_);
+    waiting_.push_back(done);
+    worst_wait_us_ = std::max(worst_wait_us_, done - now_us);
+    return done;
+}
+
+void MasterModel::set_down(const sa::Gid& gid, bool down) {
+    if (down)
+        down_.insert(gid.guid());
+    else
+        down_.erase(gid.guid());
+}
+
 void MasterModel::fail_over(std::uint16_t new_sm_lid) {
     sm_lid_ = new_sm_lid;
     subscribed_.clear();
@@ -101,7 +132,7 @@ std::vector<std::uint8_t> MasterModel::path_record(const Port& src, const Port& 
     r.mtu_selector = 2;
     r.mtu = 4;
     r.rate_selector = 2;
-    r.rate = 7;
+    r.rate = rate_;
     r.packet_life_selector = 2;
     r.packet_life = 18;
     const auto b = r.bytes();
@@ -121,7 +152,7 @@ MasterAnswer MasterModel::path_get(const SaMad& q, std::uint16_t from_lid) {
         dst = it == by_lid_.end() ? nullptr : &ports_[it->second];
     }
     const auto request = q.pack();
-    if (!src || !dst) {
+    if (!src || !dst || down_.contains(src->gid.guid()) || down_.contains(dst->gid.guid())) {
         a.response = sa::make_error_response(request, status::kSaNoRecords);
         return a;
     }
@@ -138,7 +169,7 @@ MasterAnswer MasterModel::path_table(const SaMad& q, std::uint16_t from_lid) {
     const auto pr = sa::PathRecord::unpack(q.data);
     const auto* src = source_of(q, from_lid);
     const auto request = q.pack();
-    if (!src) {
+    if (!src || down_.contains(src->gid.guid())) {
         a.response = sa::make_error_response(request, status::kSaNoRecords);
         return a;
     }
@@ -148,10 +179,12 @@ MasterAnswer MasterModel::path_table(const SaMad& q, std::uint16_t from_lid) {
     std::vector<std::uint8_t> records;
     records.reserve(ports_.size() * sa::PathRecord::kSize);
     for (const auto& dst : ports_) {
+        if (down_.contains(dst.gid.guid()))
+            continue;
         const auto rec = path_record(*src, dst, pkey, true);
         records.insert(records.end(), rec.begin(), rec.end());
+        ++a.records;
     }
-    a.records = ports_.size();
     // In process the whole RMPP payload arrives as one buffer (what the kernel's RMPP layer
     // hands over once it has reassembled the segments): 56 + n x 64 bytes.
     a.response = sa::make_records_response(request, sa::PathRecord::kSize, records);

@@ -2,14 +2,16 @@
 // (ClassPortInfo, InformInfo Set, InformInfoRecord Get, PathRecord Get and GetTable), as OpenSM
 // answers them on a fabric where every port is a full member of the default partition and QoS
 // is off, holds the nodes' subscriptions, and builds the Reports it sends them. It counts every
-// query it receives. It has no capacity limit of its own: the load it is offered is what the
-// fleet-scale driver measures (userspace/sim/fleet_scale/main.cpp).
+// query it receives. Its capacity is MasterQueue's: a query costs it time by its records, it
+// waits in a bounded queue, and what the queue cannot take is dropped (userspace/sim/fleet_scale).
 #pragma once
 
 #include "ib/gid.hpp"
 #include "ib/mad.hpp"
 
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,13 +44,73 @@ struct MasterAnswer {
     std::size_t records = 0;            // PathRecords the master computed for it
 };
 
+// The master's capacity, calibrated from the project's own vm measurements of OpenSM 3.3.23
+// (docs/benchmarks.md, part (f), N = 1,024, 6.12 guest under TCG): 1,118,208 preloaded paths
+// (1,024 GetTables) in 23.7 s of OpenSM CPU = 47,182 records/s (~21 us a path), and 65,472 Gets
+// in 29.14 s = 2,247 transactions/s (~445 us a Get, its one record included).
+struct MasterCapacity {
+    double records_per_s = 47'182;
+    double transactions_per_s = 2'247;
+    // Queries waiting at most (beyond it the master drops: the kernel's MAD receive queue,
+    // ib_mad's recv_queue_size, 512, in front of OpenSM's dispatcher).
+    std::size_t queue = 512;
+    // A query that finds the oldest waiting query older than this is answered BUSY at once,
+    // computing nothing (OpenSM's max_msg_fifo_timeout: 50 x the 200 ms transaction timeout).
+    std::int64_t busy_after_us = 10'000'000;
+
+    // The master's time for one query of `records` PathRecords, in microseconds: a
+    // transaction (its first record included) and the records after the first.
+    double cost_us(std::size_t records) const {
+        return 1e6 / transactions_per_s +
+               (records > 1 ? static_cast<double>(records - 1) * 1e6 / records_per_s : 0.0);
+    }
+};
+
+// One server working through its queue in order (first come, first served) on simulated time.
+class MasterQueue {
+public:
+    explicit MasterQueue(MasterCapacity capacity) : cap_(capacity) {}
+    enum class Admit { Served, Busy, Dropped };
+    struct Outcome {
+        Admit admit = Admit::Served;
+        std::int64_t done_us = 0; // Served: when its answer leaves the master
+    };
+    // A query arrives at `now_us` (non-decreasing): whether the master takes it (Served), answers
+    // BUSY or drops it. Nothing is computed for it unless serve() follows.
+    Admit offer(std::int64_t now_us);
+    // The query just offered and taken, of `records` records: when its answer leaves.
+    std::int64_t serve(std::int64_t now_us, std::size_t records);
+    // Both at once.
+    Outcome admit(std::int64_t now_us, std::size_t records) {
+        const auto a = offer(now_us);
+        return {a, a == Admit::Served ? serve(now_us, records) : now_us};
+    }
+    const MasterCapacity& capacity() const { return cap_; }
+    std::uint64_t dropped() const { return dropped_; }
+    std::uint64_t busy() const { return busy_; }
+    std::int64_t worst_wait_us() const { return worst_wait_us_; }
+
+private:
+    MasterCapacity cap_;
+    // When each query taken and not yet answered is done, in order.
+    std::deque<std::int64_t> waiting_;
+    double free_at_us_ = std::numeric_limits<double>::lowest(); // when the server is free
+    std::uint64_t dropped_ = 0, busy_ = 0;
+    std::int64_t worst_wait_us_ = 0;
+};
+
 class MasterModel {
 public:
     explicit MasterModel(std::uint16_t sm_lid) : sm_lid_(sm_lid) {}
 
     // A port the master knows (paths to it are answered).
     void add_port(const Port& port);
+    // A port goes (its switch is down: paths to and from it are not answered) or comes back.
+    void set_down(const sa::Gid& gid, bool down);
     bool knows(const sa::Gid& gid) const { return by_guid_.contains(gid.guid()); }
+    bool is_down(const sa::Gid& gid) const { return down_.contains(gid.guid()); }
+    // The rate the master answers (a re-route over a slower or faster spine changes it).
+    void set_rate(std::uint8_t rate) { rate_ = rate; }
     std::size_t ports() const { return ports_.size(); }
     std::uint16_t sm_lid() const { return sm_lid_; }
 
@@ -77,6 +139,8 @@ private:
     std::unordered_map<std::uint64_t, std::size_t> by_guid_; // GUID -> index in ports_
     std::unordered_map<std::uint16_t, std::size_t> by_lid_;
     std::map<std::uint16_t, std::set<std::uint16_t>> subscribed_; // LID -> traps
+    std::set<std::uint64_t> down_;                                // GUIDs of ports that went
+    std::uint8_t rate_ = 7;
 };
 
 } // namespace localsa::fleet_scale
