@@ -59,8 +59,10 @@ wait_until 60 carrier 1
 c=$?
 t_carrier=$(since "$t0")
 p=1
-((c == 0)) && ping4 1 2 && ping4 1 3 && p=0
+((c == 0)) && ping4 1 2 && t_ping2=$(since "$t0") && ping4 1 3 && p=0
 t_ping=$(since "$t0")
+echo "     pings: to 2 answered after ${t_ping2:-?} s, to 3 after ${t_ping} s"
+dmesg | grep -E "SA redirect|ipoib|multicast" | tail -n 12
 echo "     localsad stopped: carrier after ${t_carrier} s (got it: $((c == 0))), pings after ${t_ping} s (answered: $((p == 0)))"
 check "carrier and pings within $BOUND s (carrier ${t_carrier} s, pings ${t_ping} s)" \
     python3 -c "import sys; sys.exit(not ($p == 0 and float(sys.argv[1]) <= $BOUND))" "$t_ping"
