@@ -1,6 +1,8 @@
 // The fleet-scale driver's master model: it must answer what a local SA asks the way OpenSM
 // does, or the fleet's counts would be of a master no node talks to.
 #define CATCH_CONFIG_MAIN
+#include "engine/coherence/routing_epoch_source.hpp"
+#include "ib/bytes.hpp"
 #include "ib/constants.hpp"
 #include "ib/inform_info.hpp"
 #include "ib/mad.hpp"
@@ -10,6 +12,8 @@
 #include "sim/fleet_scale/master_model.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <string>
 
 using namespace localsa;
 using namespace localsa::fleet_scale;
@@ -202,4 +206,47 @@ TEST_CASE("master queue: an idle master takes a query at once, at any time (nega
     CHECK(o.done_us == -60'000'000 + 1'000);
     CHECK(q.offer(-60'000'000) == MasterQueue::Admit::Served);
     CHECK(q.worst_wait_us() == 1'000);
+}
+
+TEST_CASE("the routing epoch: the plugin's ServiceRecord, NO_RECORDS without it, its Report") {
+    auto m = three_ports();
+    mad::SaMad q;
+    q.header.method = mad::method::kGet;
+    q.header.attr_id = mad::attr::kServiceRecord;
+    q.header.tid = 0x99;
+    q.comp_mask = 1; // ServiceID, as RoutingEpochSource asks
+    mad::store_be64(q.data, 0, coherence::kEpochServiceId);
+    const auto request = q.pack();
+    // Without the plugin: no record.
+    auto a = m.answer(request, 2);
+    CHECK(a.kind == QueryKind::ServiceRecord);
+    CHECK(mad::load_be16(a.response, mad::offset::kStatus) == mad::status::kSaNoRecords);
+
+    m.set_routing_epoch(std::uint64_t{41});
+    m.bump_routing_epoch();
+    a = m.answer(request, 2);
+    REQUIRE(mad::load_be16(a.response, mad::offset::kStatus) == 0);
+    CHECK(a.records == 0);
+    REQUIRE(a.response.size() >= 56 + 176);
+    CHECK(mad::load_be64(a.response, 56) == coherence::kEpochServiceId);
+    CHECK(mad::load_be16(a.response, 56 + 24) == 0xffff);
+    CHECK(std::string(reinterpret_cast<const char*>(a.response.data()) + 56 + 48) ==
+          "localsa.routing-epoch");
+    CHECK(mad::load_be64(a.response, 56 + 160) == 42);               // ServiceData64[0]
+    CHECK(mad::load_be64(a.response, 56 + 168) == m.sm_port_guid()); // [1]: the SM port
+    CHECK(mad::load_be64(a.response, 56 + 16) == m.sm_port_guid());  // ServiceGID's GUID
+
+    // Another ServiceID: none.
+    mad::store_be64(q.data, 0, 0x1234);
+    a = m.answer(q.pack(), 2);
+    CHECK(mad::load_be16(a.response, mad::offset::kStatus) == mad::status::kSaNoRecords);
+
+    // The Report, as the engine parses it.
+    const auto r = m.epoch_report(5);
+    CHECK(r[3] == mad::method::kReport);
+    const auto n = sa::Notice::unpack(mad::Bytes{r}.subspan(56));
+    const auto e = coherence::RoutingEpochSource::parse_notice(n);
+    REQUIRE(e);
+    CHECK(e->value == 42);
+    CHECK(e->sm_port_guid == m.sm_port_guid());
 }

@@ -122,6 +122,10 @@ Fleet::Fleet(FleetParams params)
     : p_(std::move(params)), clock_(io_),
       t0_(clock_.now() + std::chrono::duration_cast<Clock::duration>(p_.warmup)),
       master_(kFirstSmLid), queue_(p_.master) {
+    p_.coherence.routing_epoch = p_.routing_epoch;
+    // The plugin's first epoch: distinct across SM restarts (its start time << 20).
+    if (p_.routing_epoch)
+        master_.set_routing_epoch(std::uint64_t{0x6000'0000} << 20);
     seconds_.resize(static_cast<std::size_t>((p_.warmup + p_.duration).count()) + 1);
     for (std::size_t i = 0; i < p_.nodes; ++i) {
         auto n = std::make_unique<Node>();
@@ -364,6 +368,25 @@ void Fleet::switch_leaf(bool down) {
     for (std::size_t h = 0; h < hosts; ++h)
         inject_report(down ? sa::trap::kGidOutOfService : sa::trap::kGidInService,
                       nodes_[h]->port.gid);
+    // The fabric changed (links gone or back) and the master routed again.
+    routing_changed();
+}
+
+void Fleet::routing_changed() {
+    if (!master_.routing_epoch())
+        return;
+    master_.bump_routing_epoch();
+    const auto tid = report_tid_++;
+    for (const auto lid : master_.subscribers(MasterModel::kEpochDeviceId)) {
+        const auto index = static_cast<std::size_t>(lid - kFirstSmLid - 1);
+        if (index >= nodes_.size())
+            continue;
+        transport::InboundMad in;
+        in.bytes = master_.epoch_report(tid);
+        in.from.lid = master_.sm_lid();
+        nodes_[index]->sa->dispatch(in);
+    }
+    clock_.poll();
 }
 
 void Fleet::job_start(std::uint16_t first_port) {
@@ -481,8 +504,15 @@ nlohmann::json Fleet::run(Scenario scenario) {
             // A spine link goes down: the master routes over the others and answers another
             // rate (no trap: a re-route raises none); back up after the outage.
             event_us_ = p_.event_at.count() * s;
-            at(event_us_, [this] { master_.set_rate(3); });
-            at(event_us_ + p_.outage.count() * s, [this] { master_.set_rate(7); });
+            // The plugin sees the LFTs change: a new epoch, Reported, each time.
+            at(event_us_, [this] {
+                master_.set_rate(3);
+                routing_changed();
+            });
+            at(event_us_ + p_.outage.count() * s, [this] {
+                master_.set_rate(7);
+                routing_changed();
+            });
         }
         if (scenario == Scenario::SwitchDown) {
             event_us_ = p_.event_at.count() * s;
@@ -508,6 +538,7 @@ nlohmann::json Fleet::report(Scenario scenario) {
     j["nodes"] = nodes_.size();
     j["duration_s"] = p_.duration.count();
     j["capacity_qps"] = p_.capacity;
+    j["routing_epoch"] = p_.routing_epoch ? "on" : "off";
 
     // The measured span.
     std::uint64_t total = 0, paths = 0, records = 0, background = 0;
@@ -673,7 +704,8 @@ nlohmann::json Fleet::report(Scenario scenario) {
                 ++resynced;
                 last = std::max(last, node->resynced_us);
             }
-            subscribed += master_.subscriptions_of(node->port.lid) == 6;
+            // Traps 64-67, 144 and 145, and with the epoch the plugin's vendor Report.
+            subscribed += master_.subscriptions_of(node->port.lid) == (p_.routing_epoch ? 7u : 6u);
         }
         std::uint32_t after_peak = 0;
         std::size_t after_peak_at = 0;

@@ -58,6 +58,10 @@ struct FleetParams {
     // The kernel's sa_redirect_timeout_ms: a client query localsa has not answered by then goes
     // to the master from the kernel itself (fail-open); counted as a master query.
     std::chrono::milliseconds fail_open{200};
+    // The master runs userspace/opensm/localsa_epoch.c (its routing epoch ServiceRecord, bumped
+    // with a Report on a routing change) and the nodes use it (localsad's default), or neither
+    // (the TTL rules alone, as before the epoch).
+    bool routing_epoch = true;
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };
@@ -94,6 +98,8 @@ private:
     void fail_over();
     void steady_use(std::size_t node, std::int64_t t_us, std::size_t k, std::int64_t end_us);
     void switch_leaf(bool down);
+    // A routing change at the master: the plugin bumps its epoch and Reports it to subscribers.
+    void routing_changed();
     // Counts a query offered to the master at now_us() (its time of `records` records).
     void count_offered(std::size_t records, bool background, MasterQueue::Admit admit);
     nlohmann::json report(Scenario scenario);

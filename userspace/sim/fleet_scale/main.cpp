@@ -89,7 +89,7 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
 int main(int argc, char** argv) {
     std::size_t nodes = 256;
     std::string scenarios_arg = "idle,jobs,trap64,failover,steady,power-on,reroute,switch-down",
-                out_file, log_level = "warn";
+                out_file, log_level = "warn", routing_epoch = "on";
     long use_period_s = 20, power_on_window_s = 10, outage_s = 600;
     std::size_t targets = 4, leaf_hosts = 18;
     MasterCapacity master;
@@ -154,6 +154,9 @@ int main(int argc, char** argv) {
         "the master's capacity in transactions per second")(
         "master-queue", po::value(&master.queue)->default_value(master.queue),
         "queries waiting at the master at most (more are dropped)")(
+        "routing-epoch", po::value(&routing_epoch)->default_value(routing_epoch),
+        "on: the master runs the routing epoch plugin (its ServiceRecord, a Report on a "
+        "routing change) and the nodes use it; off: neither, the TTL rules alone")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
         "json", po::value(&out_file), "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
@@ -189,8 +192,13 @@ int main(int argc, char** argv) {
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(log_level));
 
+    if (routing_epoch != "on" && routing_epoch != "off") {
+        std::cerr << "localsa-fleet-scale: --routing-epoch is on or off\n";
+        return 2;
+    }
     FleetParams p;
     p.nodes = nodes;
+    p.routing_epoch = routing_epoch == "on";
     p.duration = std::chrono::seconds{duration_s};
     p.warmup = std::chrono::seconds{warmup_s};
     p.job_period = std::chrono::seconds{job_period_s};
@@ -224,6 +232,7 @@ int main(int argc, char** argv) {
     nlohmann::json out;
     out["nodes"] = nodes;
     out["capacity_qps"] = capacity;
+    out["routing_epoch"] = routing_epoch;
     out["config"] = {
         {"path_ttl_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.local_sa.path_record.positive_ttl)

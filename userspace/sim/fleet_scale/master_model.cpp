@@ -1,5 +1,6 @@
 #include "sim/fleet_scale/master_model.hpp"
 
+#include "ib/bytes.hpp"
 #include "ib/class_port_info.hpp"
 #include "ib/constants.hpp"
 #include "ib/inform_info.hpp"
@@ -13,6 +14,12 @@ namespace localsa::fleet_scale {
 
 using namespace mad;
 
+namespace {
+// The plugin's ServiceRecord (userspace/opensm/localsa_epoch.c).
+constexpr std::uint64_t kEpochServiceId = 0x100000004c534145ULL;
+constexpr std::size_t kServiceRecordSize = 176;
+} // namespace
+
 const char* kind_name(QueryKind kind) {
     switch (kind) {
     case QueryKind::PathGet:
@@ -25,6 +32,8 @@ const char* kind_name(QueryKind kind) {
         return "inform_info_set";
     case QueryKind::InformInfoRecord:
         return "inform_info_record";
+    case QueryKind::ServiceRecord:
+        return "service_record";
     case QueryKind::Other:
         break;
     }
@@ -71,6 +80,59 @@ void MasterModel::set_down(const sa::Gid& gid, bool down) {
 void MasterModel::fail_over(std::uint16_t new_sm_lid) {
     sm_lid_ = new_sm_lid;
     subscribed_.clear();
+    // The new master's plugin publishes its own record (its port GUID) on becoming master.
+    bump_routing_epoch();
+}
+
+std::vector<std::uint8_t> MasterModel::epoch_report(std::uint64_t tid) const {
+    SaMad r;
+    r.header.method = method::kReport;
+    r.header.attr_id = attr::kNotice;
+    r.header.tid = tid;
+    sa::Notice n;
+    n.is_generic = false;
+    n.type = 4;                 // informational
+    n.producer_type = 0x4c5341; // the vendor ID field: "LSA"
+    n.trap_number = kEpochDeviceId;
+    n.issuer_lid = sm_lid_;
+    n.issuer_gid = sa::Gid::from_parts(kSubnetPrefix, sm_port_guid());
+    const char tag[] = "LSAE";
+    std::copy_n(tag, 4, n.data_details.begin());
+    const auto epoch = epoch_.value_or(0);
+    const auto guid = sm_port_guid();
+    for (int i = 0; i < 8; ++i) {
+        n.data_details[4 + i] = static_cast<std::uint8_t>(epoch >> (56 - 8 * i));
+        n.data_details[12 + i] = static_cast<std::uint8_t>(guid >> (56 - 8 * i));
+    }
+    n.pack(r.data);
+    return r.pack();
+}
+
+MasterAnswer MasterModel::service_record(const SaMad& q) {
+    // OpenSM's ServiceRecord Get (osm_sa_service_record.c): the records matching the component
+    // mask; none is NO_RECORDS, more than one TOO_MANY_RECORDS. The plugin's is the only one.
+    const auto request = q.pack();
+    constexpr std::uint64_t kServiceIdMask = 1;
+    const bool matches =
+        epoch_ && (!(q.comp_mask & kServiceIdMask) || load_be64(q.data, 0) == kEpochServiceId);
+    if (!matches)
+        return {QueryKind::ServiceRecord, sa::make_error_response(request, status::kSaNoRecords),
+                0};
+    // IBA 15.2.5.14: ServiceID 0, ServiceGID 8, ServiceP_Key 24, ServiceLease 28, ServiceKey 32,
+    // ServiceName 48 (64), ServiceData8 112, ServiceData16 128, ServiceData32 144,
+    // ServiceData64 160; 176 bytes.
+    std::vector<std::uint8_t> rec(kServiceRecordSize);
+    store_be64(rec, 0, kEpochServiceId);
+    store_be64(rec, 8, kSubnetPrefix);
+    store_be64(rec, 16, sm_port_guid());
+    store_be16(rec, 24, 0xffff);
+    store_be32(rec, 28, 0xffffffff); // infinite lease
+    const char name[] = "localsa.routing-epoch";
+    std::copy_n(name, sizeof name - 1, rec.begin() + 48);
+    store_be64(rec, 160, *epoch_);
+    store_be64(rec, 168, sm_port_guid());
+    return {QueryKind::ServiceRecord, sa::make_records_response(request, kServiceRecordSize, rec),
+            0};
 }
 
 std::vector<std::uint16_t> MasterModel::subscribers(std::uint16_t trap) const {
@@ -230,6 +292,10 @@ MasterAnswer MasterModel::answer(const std::vector<std::uint8_t>& request, std::
                                       Bytes{request}.subspan(kSaHeaderSize, sa::InformInfo::kSize)),
             0};
     }
+    case attr::kServiceRecord:
+        if (m == method::kGet)
+            return service_record(*q);
+        break;
     case attr::kInformInfoRecord: {
         if (m != method::kGet)
             break;

@@ -28,9 +28,10 @@ enum class QueryKind {
     ClassPortInfo,
     InformInfoSet,
     InformInfoRecord,
+    ServiceRecord,
     Other,
 };
-inline constexpr std::size_t kQueryKinds = 6;
+inline constexpr std::size_t kQueryKinds = 7;
 const char* kind_name(QueryKind kind);
 
 struct Port {
@@ -127,7 +128,25 @@ public:
     // memory only), and it answers from its own LID.
     void fail_over(std::uint16_t new_sm_lid);
 
+    // The routing epoch of userspace/opensm/localsa_epoch.c, when the master runs the plugin:
+    // the ServiceRecord "localsa.routing-epoch" (ServiceID 0x100000004c534145, ServiceData64 =
+    // epoch, SM port GUID) is answered to a ServiceRecord Get, and a routing change bumps it.
+    void set_routing_epoch(std::optional<std::uint64_t> epoch) { epoch_ = epoch; }
+    const std::optional<std::uint64_t>& routing_epoch() const { return epoch_; }
+    // The plugin's sweep after a routing change (a re-route, ports gone or back): the next epoch.
+    void bump_routing_epoch() {
+        if (epoch_)
+            ++*epoch_;
+    }
+    std::uint64_t sm_port_guid() const { return kSmGuidBase + sm_lid_; }
+    // The plugin's vendor Report (DeviceID 0x4c53, "LSAE" + epoch + SM port GUID), with `tid`.
+    std::vector<std::uint8_t> epoch_report(std::uint64_t tid) const;
+    static constexpr std::uint16_t kEpochDeviceId = 0x4c53;
+
 private:
+    static constexpr std::uint64_t kSmGuidBase = 0x0002c90300abc000ULL;
+    static constexpr std::uint64_t kSubnetPrefix = 0xfe80000000000000ULL;
+    MasterAnswer service_record(const mad::SaMad& q);
     MasterAnswer path_get(const mad::SaMad& q, std::uint16_t from_lid);
     MasterAnswer path_table(const mad::SaMad& q, std::uint16_t from_lid);
     std::vector<std::uint8_t> path_record(const Port& src, const Port& dst, std::uint16_t pkey,
@@ -141,6 +160,7 @@ private:
     std::map<std::uint16_t, std::set<std::uint16_t>> subscribed_; // LID -> traps
     std::set<std::uint64_t> down_;                                // GUIDs of ports that went
     std::uint8_t rate_ = 7;
+    std::optional<std::uint64_t> epoch_;
 };
 
 } // namespace localsa::fleet_scale
