@@ -236,6 +236,8 @@ def netlink():
         "set-timeout": nl_resolve(op=1, attrs=nl_attr(2, struct.pack("<I", 800), mandatory=False)),
         "reply-not-request": nl_resolve(flags=0x100, attrs=rdma_cm),
         "use-gmp": nl_resolve(use=2, attrs=dgid),
+        # NLMSG_ERROR whose error is INT32_MIN: once negated into overflow (UBSan)
+        "error-int-min": struct.pack("<IHHIIi", 20, 2, 0, 1, 0, -2**31),
     }
     for name, data in seeds.items():
         write("netlink", name, data)

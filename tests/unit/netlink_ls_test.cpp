@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <linux/netlink.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/rdma_netlink.h>
@@ -526,6 +527,12 @@ TEST_CASE("a message the kernel refused is counted and said", "[netlink]") {
     reinterpret_cast<nlmsgerr*>(b.data() + NLMSG_HDRLEN)->error = 0; // an ack: nothing to say
     f.kernel_sends(b);
     CHECK(f.sa->counters().send_errors == 1);
+    // Not an errno the kernel sends, but bytes off a socket: said, never negated into overflow.
+    for (const std::int32_t odd : {std::numeric_limits<std::int32_t>::min(), 5}) {
+        reinterpret_cast<nlmsgerr*>(b.data() + NLMSG_HDRLEN)->error = odd;
+        f.kernel_sends(b);
+    }
+    CHECK(f.sa->counters().send_errors == 3);
 }
 
 TEST_CASE("another port's local SA counts only while it listens on its control socket",

@@ -144,8 +144,14 @@ void LocalService::on_message(const Message& message) {
         std::memcpy(&error, message.payload.data(), sizeof error);
         if (error != 0) {
             ++counters_->send_errors;
-            spdlog::warn("netlink: the kernel refused message {}: {}", message.seq,
-                         std::strerror(-error));
+            // A negative errno from the kernel; anything else is bytes to report, not negate.
+            constexpr std::int32_t kMaxErrno = 4095;
+            if (error < 0 && error >= -kMaxErrno)
+                spdlog::warn("netlink: the kernel refused message {}: {}", message.seq,
+                             std::strerror(-error));
+            else
+                spdlog::warn("netlink: the kernel refused message {}: error code {}", message.seq,
+                             error);
         }
         return;
     }
