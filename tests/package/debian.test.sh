@@ -43,7 +43,8 @@ fi
 version=$(cd "$work/localsa" && dpkg-parsechangelog -SVersion)
 deb=$work/localsa_${version}_$(dpkg --print-architecture).deb
 dkms_deb=$work/localsa-ib-core-dkms_${version}_all.deb
-[[ -f $deb && -f $dkms_deb ]] || fail "expected $deb and $dkms_deb"
+plugin_deb=$work/localsa-opensm-plugin_${version}_$(dpkg --print-architecture).deb
+[[ -f $deb && -f $dkms_deb && -f $plugin_deb ]] || fail "expected $deb, $dkms_deb and $plugin_deb"
 # The package build configures without the test tree: no test binaries, no simulators.
 if grep -qE 'catch2|Catch2|benchmark|localsa-fleet|simhca-relay' <(dpkg-deb -c "$deb"); then
     fail "the package holds test programs"
@@ -68,9 +69,9 @@ dkms_version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$src/kernel/ib_core/dk
 source_debs=("$cache"/kernel/6.1/debs/linux-source-6.1_*.deb)
 [[ -f ${source_debs[0]} ]] || source_debs=()
 step "install"
-installed=(localsa localsa-ib-core-dkms)
+installed=(localsa localsa-ib-core-dkms localsa-opensm-plugin)
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "$deb" "$dkms_deb" "${source_debs[@]}" >"$work/install.log" 2>&1 ||
+    "$deb" "$dkms_deb" "$plugin_deb" "${source_debs[@]}" >"$work/install.log" 2>&1 ||
     { tail -30 "$work/install.log" >&2; fail "apt-get install of the packages"; }
 
 for f in /usr/sbin/localsad /usr/bin/localsactl; do
@@ -107,6 +108,19 @@ awk -v e="$exposure" 'BEGIN { exit !(e <= 3.5) }' || fail "localsad@.service exp
 echo 'negative-ttl-ms = 4321' >>/etc/localsa/localsad.conf
 /usr/sbin/localsad --check-config | grep -qx 'negative-ttl-ms = 4321' ||
     fail "localsad does not read /etc/localsa/localsad.conf by default"
+# The plugin: where OpenSM's dlopen("liblocalsaepoch.so") finds it, built for the installed
+# OpenSM, which accepts it: OpenSM compares the version string the plugin carries with its own.
+plugin=$(dpkg -L localsa-opensm-plugin | grep '/liblocalsaepoch\.so$' || true)
+[[ -n $plugin && -f $plugin ]] || fail "liblocalsaepoch.so is not installed"
+[[ $plugin == /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/liblocalsaepoch.so ]] ||
+    fail "liblocalsaepoch.so at $plugin, not in the linker's path"
+python3 - "$plugin" <<'PY' || fail "liblocalsaepoch.so does not load as OpenSM's event plugin"
+import ctypes, sys
+lib = ctypes.CDLL("liblocalsaepoch.so", mode=ctypes.RTLD_GLOBAL | 1)  # dlopen by name, lazily
+ctypes.c_void_p.in_dll(lib, "osm_event_plugin")
+PY
+grep -aq "OpenSM $(dpkg-query -W -f='${Version}' opensm | sed 's/-.*//')" "$plugin" ||
+    fail "liblocalsaepoch.so was not built against the installed OpenSM"
 dkms status localsa-ib-core 2>/dev/null | grep -q "localsa-ib-core/$version" ||
     fail "dkms does not know localsa-ib-core/$version"
 tree=/usr/src/localsa-ib-core-$version
@@ -136,7 +150,7 @@ fi
 
 # 6. Purge.
 step "purge"
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq localsa localsa-ib-core-dkms >"$work/purge.log" 2>&1 ||
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq localsa localsa-ib-core-dkms localsa-opensm-plugin >"$work/purge.log" 2>&1 ||
     { tail -30 "$work/purge.log" >&2; fail "purge"; }
 installed=()
 [[ ! -e /usr/sbin/localsad && ! -e /etc/localsa/localsad.conf ]] || fail "files left after purge"
