@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages, built, linted, installed and used as an administrator would:
-#   1. dpkg-buildpackage builds localsa and localsa-ib-core-dkms from a copy of the tree
-#      (BUILD_TESTING=OFF inside debian/rules);
+#   1. dpkg-buildpackage builds localsa, localsa-ib-core-dkms and localsa-opensm-plugin from a
+#      copy of the tree (BUILD_TESTING=OFF inside debian/rules);
 #   2. lintian passes (errors and warnings fail; overrides live in debian/ with their reasons);
 #   3. the versions of debian/changelog, CMakeLists.txt and dkms.conf agree;
 #   4. both packages install with apt (dpkg -i semantics, dependencies from the archive or the
@@ -9,7 +9,8 @@
 #      localsa account, the service enabled but not started (as ibacm), the DKMS tree;
 #   5. DKMS builds ib_core with sa_redirect for the cached Debian 6.1 kernel and refuses a kernel
 #      line it has no series for, naming the supported ones;
-#   6. both packages purge cleanly.
+#   6. the real OpenSM, on a two-host ibsim fabric, loads the installed plugin by name;
+#   7. the packages purge cleanly.
 # Needs root (installs packages). The DKMS build needs the 6.1 kernel cache of scripts/vm
 # prepare; without it that step is skipped and said so.
 #   tests/package/debian.test.sh [SOURCE_DIR]
@@ -22,6 +23,7 @@ cleanup() {
     if ((${#installed[@]})); then
         DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${installed[@]}" >/dev/null 2>&1 || true
     fi
+    [[ ! -d $work/fabric ]] || "$src/scripts/fabric" down --dir "$work/fabric" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -114,11 +116,19 @@ plugin=$(dpkg -L localsa-opensm-plugin | grep '/liblocalsaepoch\.so$' || true)
 [[ -n $plugin && -f $plugin ]] || fail "liblocalsaepoch.so is not installed"
 [[ $plugin == /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/liblocalsaepoch.so ]] ||
     fail "liblocalsaepoch.so at $plugin, not in the linker's path"
-python3 - "$plugin" <<'PY' || fail "liblocalsaepoch.so does not load as OpenSM's event plugin"
-import ctypes, sys
-lib = ctypes.CDLL("liblocalsaepoch.so", mode=ctypes.RTLD_GLOBAL | 1)  # dlopen by name, lazily
-ctypes.c_void_p.in_dll(lib, "osm_event_plugin")
-PY
+step "OpenSM loads the plugin (ibsim fabric)"
+# OpenSM loads it: the real OpenSM on a two-host ibsim fabric, its event plugin named as an
+# admin names it (event_plugin_name localsaepoch), found by the dynamic linker.
+fabric_dir=$work/fabric
+(cd "$work" && LOCALSA_EPOCH_PLUGIN=$plugin "$src/scripts/fabric" up --dir "$fabric_dir" \
+    --hosts 2 --timeout 60 >"$work/fabric.out" 2>&1) ||
+    { cat "$work/fabric.out" >&2; fail "no fabric to load the plugin into"; }
+grep -q "^event_plugin_name localsaepoch$" "$fabric_dir/opensm.conf" ||
+    fail "the fabric did not name the plugin to OpenSM"
+loaded=0
+grep -q "localsa routing epoch plugin loaded" "$fabric_dir/osm.log" && loaded=1
+"$src/scripts/fabric" down --dir "$fabric_dir" >/dev/null 2>&1 || true
+((loaded)) || { tail -n 20 "$fabric_dir/osm.log" >&2; fail "OpenSM did not load liblocalsaepoch.so"; }
 grep -aq "OpenSM $(dpkg-query -W -f='${Version}' opensm | sed 's/-.*//')" "$plugin" ||
     fail "liblocalsaepoch.so was not built against the installed OpenSM"
 dkms status localsa-ib-core 2>/dev/null | grep -q "localsa-ib-core/$version" ||
@@ -155,4 +165,4 @@ DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq localsa localsa-ib-core-dkms
 installed=()
 [[ ! -e /usr/sbin/localsad && ! -e /etc/localsa/localsad.conf ]] || fail "files left after purge"
 [[ ! -d $tree ]] || fail "$tree left after purge"
-echo "package: localsa $version and localsa-ib-core-dkms $version built, lintian-clean, installed, DKMS-built, purged"
+echo "package: localsa, localsa-ib-core-dkms and localsa-opensm-plugin $version built, lintian-clean, installed, DKMS-built, plugin loaded by OpenSM, purged"
