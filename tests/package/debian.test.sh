@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian packages, built, linted, installed and used as an administrator would:
-#   1. dpkg-buildpackage builds localsa and localsa-ib-core-dkms from a copy of the tree
-#      (BUILD_TESTING=OFF inside debian/rules);
+#   1. dpkg-buildpackage builds localsa, localsa-ib-core-dkms and localsa-opensm-plugin from a
+#      copy of the tree (BUILD_TESTING=OFF inside debian/rules);
 #   2. lintian passes (errors and warnings fail; overrides live in debian/ with their reasons);
 #   3. the versions of debian/changelog, CMakeLists.txt and dkms.conf agree;
 #   4. both packages install with apt (dpkg -i semantics, dependencies from the archive or the
@@ -9,7 +9,8 @@
 #      localsa account, the service enabled but not started (as ibacm), the DKMS tree;
 #   5. DKMS builds ib_core with sa_redirect for the cached Debian 6.1 kernel and refuses a kernel
 #      line it has no series for, naming the supported ones;
-#   6. both packages purge cleanly.
+#   6. the real OpenSM, on a two-host ibsim fabric, loads the installed plugin by name;
+#   7. the packages purge cleanly.
 # Needs root (installs packages). The DKMS build needs the 6.1 kernel cache of scripts/vm
 # prepare; without it that step is skipped and said so.
 #   tests/package/debian.test.sh [SOURCE_DIR]
@@ -22,6 +23,7 @@ cleanup() {
     if ((${#installed[@]})); then
         DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${installed[@]}" >/dev/null 2>&1 || true
     fi
+    [[ ! -d $work/fabric ]] || "$src/scripts/fabric" down --dir "$work/fabric" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -43,7 +45,8 @@ fi
 version=$(cd "$work/localsa" && dpkg-parsechangelog -SVersion)
 deb=$work/localsa_${version}_$(dpkg --print-architecture).deb
 dkms_deb=$work/localsa-ib-core-dkms_${version}_all.deb
-[[ -f $deb && -f $dkms_deb ]] || fail "expected $deb and $dkms_deb"
+plugin_deb=$work/localsa-opensm-plugin_${version}_$(dpkg --print-architecture).deb
+[[ -f $deb && -f $dkms_deb && -f $plugin_deb ]] || fail "expected $deb, $dkms_deb and $plugin_deb"
 # The package build configures without the test tree: no test binaries, no simulators.
 if grep -qE 'catch2|Catch2|benchmark|localsa-fleet|simhca-relay' <(dpkg-deb -c "$deb"); then
     fail "the package holds test programs"
@@ -68,9 +71,9 @@ dkms_version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$src/kernel/ib_core/dk
 source_debs=("$cache"/kernel/6.1/debs/linux-source-6.1_*.deb)
 [[ -f ${source_debs[0]} ]] || source_debs=()
 step "install"
-installed=(localsa localsa-ib-core-dkms)
+installed=(localsa localsa-ib-core-dkms localsa-opensm-plugin)
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "$deb" "$dkms_deb" "${source_debs[@]}" >"$work/install.log" 2>&1 ||
+    "$deb" "$dkms_deb" "$plugin_deb" "${source_debs[@]}" >"$work/install.log" 2>&1 ||
     { tail -30 "$work/install.log" >&2; fail "apt-get install of the packages"; }
 
 for f in /usr/sbin/localsad /usr/bin/localsactl; do
@@ -107,6 +110,27 @@ awk -v e="$exposure" 'BEGIN { exit !(e <= 3.5) }' || fail "localsad@.service exp
 echo 'negative-ttl-ms = 4321' >>/etc/localsa/localsad.conf
 /usr/sbin/localsad --check-config | grep -qx 'negative-ttl-ms = 4321' ||
     fail "localsad does not read /etc/localsa/localsad.conf by default"
+# The plugin: where OpenSM's dlopen("liblocalsaepoch.so") finds it, built for the installed
+# OpenSM, which accepts it: OpenSM compares the version string the plugin carries with its own.
+plugin=$(dpkg -L localsa-opensm-plugin | grep '/liblocalsaepoch\.so$' || true)
+[[ -n $plugin && -f $plugin ]] || fail "liblocalsaepoch.so is not installed"
+[[ $plugin == /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/liblocalsaepoch.so ]] ||
+    fail "liblocalsaepoch.so at $plugin, not in the linker's path"
+step "OpenSM loads the plugin (ibsim fabric)"
+# OpenSM loads it: the real OpenSM on a two-host ibsim fabric, its event plugin named as an
+# admin names it (event_plugin_name localsaepoch), found by the dynamic linker.
+fabric_dir=$work/fabric
+(cd "$work" && LOCALSA_EPOCH_PLUGIN=$plugin "$src/scripts/fabric" up --dir "$fabric_dir" \
+    --hosts 2 --timeout 60 >"$work/fabric.out" 2>&1) ||
+    { cat "$work/fabric.out" >&2; fail "no fabric to load the plugin into"; }
+grep -q "^event_plugin_name localsaepoch$" "$fabric_dir/opensm.conf" ||
+    fail "the fabric did not name the plugin to OpenSM"
+loaded=0
+grep -q "localsa routing epoch plugin loaded" "$fabric_dir/osm.log" && loaded=1
+"$src/scripts/fabric" down --dir "$fabric_dir" >/dev/null 2>&1 || true
+((loaded)) || { tail -n 20 "$fabric_dir/osm.log" >&2; fail "OpenSM did not load liblocalsaepoch.so"; }
+grep -aq "OpenSM $(dpkg-query -W -f='${Version}' opensm | sed 's/-.*//')" "$plugin" ||
+    fail "liblocalsaepoch.so was not built against the installed OpenSM"
 dkms status localsa-ib-core 2>/dev/null | grep -q "localsa-ib-core/$version" ||
     fail "dkms does not know localsa-ib-core/$version"
 tree=/usr/src/localsa-ib-core-$version
@@ -136,9 +160,9 @@ fi
 
 # 6. Purge.
 step "purge"
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq localsa localsa-ib-core-dkms >"$work/purge.log" 2>&1 ||
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq localsa localsa-ib-core-dkms localsa-opensm-plugin >"$work/purge.log" 2>&1 ||
     { tail -30 "$work/purge.log" >&2; fail "purge"; }
 installed=()
 [[ ! -e /usr/sbin/localsad && ! -e /etc/localsa/localsad.conf ]] || fail "files left after purge"
 [[ ! -d $tree ]] || fail "$tree left after purge"
-echo "package: localsa $version and localsa-ib-core-dkms $version built, lintian-clean, installed, DKMS-built, purged"
+echo "package: localsa, localsa-ib-core-dkms and localsa-opensm-plugin $version built, lintian-clean, installed, DKMS-built, plugin loaded by OpenSM, purged"
