@@ -212,6 +212,48 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
     CHECK(sa.counters().stale_served == 0);
 }
 
+TEST_CASE("coherence: trap 64 drops what was stored about the GID while it was out of service",
+          "[coherence]") {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    auto report = [&](std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
+        mad::SaMad r;
+        r.header.method = mad::method::kReport;
+        r.header.attr_id = mad::attr::kNotice;
+        r.header.tid = tid;
+        sa::Notice n;
+        n.trap_number = trap;
+        const auto g = gid(guid);
+        std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
+        n.pack(r.data);
+        sa.dispatch(from_lid(kSmLid, r.pack()));
+        transport.take(); // the ReportResp
+    };
+    // A miss in flight when the port leaves: the master's answer, about the port as it was,
+    // arrives after trap 65 and is stored.
+    sa.dispatch(from_lid(kOwnLid, path_request(1, 0x100007)));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    report(sa::trap::kGidOutOfService, 0x100007, 0x600);
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 11)));
+    REQUIRE(transport.take().size() == 1); // relayed to the requester
+    // The port comes back, perhaps with another LID, MTU or rate: the old answer is not served.
+    report(sa::trap::kGidInService, 0x100007, 0x601);
+    sa.dispatch(from_lid(kOwnLid, path_request(2, 0x100007)));
+    auto again = transport.take();
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].to.lid == kSmLid);
+    CHECK(sa.counters().stale_served == 0);
+}
+
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
     ManualClock clock{io};

@@ -99,10 +99,11 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
     case sa::trap::kGidInService: {
         out_of_service_.erase(gid);
         // "No such path" answers about it are wrong now, and so is any table that lacks it.
+        // So is a positive answer stored while it was away (a miss or refresh in flight at
+        // trap 65, or trap 65 itself missed): the port may be back with another LID, MTU or rate.
         const auto n = cache.erase_if([&](const auto& k, const auto& a) {
-            return k.method == mad::method::kGetTable ||
-                   (a.negative() && cache::answer_involves(k, a, gid));
-        });
+            return k.method == mad::method::kGetTable || cache::answer_involves(k, a, gid);
+        }) + parts_.preload.erase_gid(gid);
         parts_.counters.invalidated_entries += n;
         // Nothing is asked again: a port joining anywhere must not cost the master a query
         // from every node. Paths to it miss the preload table and read through when asked.
