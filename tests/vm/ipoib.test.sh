@@ -6,6 +6,8 @@
 #   every pair pings, v4 and v6; localsad (one per port) answered the PathRecords (nl_answered);
 #     the first round reaches OpenSM at most once per node and neighbour;
 #   the broadcast group's join reached the master: its members are the three ports;
+#   OpenSM runs the routing epoch plugin (LOCALSA_VM_EPOCH_PLUGIN, default the build's) and each
+#     localsad trusts the epoch;
 #   a repeated round (interfaces down and up, so IPoIB asks its paths again) is answered by
 #     localsad and reaches OpenSM zero times;
 #   a neighbour storm (all interfaces down/up, neighbour tables flushed, every interface pings
@@ -17,6 +19,9 @@ set -euo pipefail
 if [[ ${1:-} != --guest ]]; then
     LINE=${1:?usage: $0 6.1|6.12}
     cd "$(dirname "$0")/../.."
+    # OpenSM with the routing epoch plugin, as deployed: localsad keeps its answers until the
+    # epoch changes (without it the TTL rules renew what is in use, and a slow round sees it).
+    export LOCALSA_VM_EPOCH_PLUGIN=${LOCALSA_VM_EPOCH_PLUGIN:-${LOCALSA_BUILD:-$PWD/build}/userspace/liblocalsaepoch.so}
     LOCALSA_VM_COUNT_SA=1 exec bash scripts/vm run --kernel "$LINE" --stock --sm H0 \
         --hca H1 --hca H2 --hca H3 --timeout "${LOCALSA_VM_TIMEOUT:-840}" \
         -- bash tests/vm/ipoib.test.sh --guest
@@ -32,6 +37,10 @@ for n in $NODES; do start_localsad "$n"; done
 all_listening() { local n; for n in $NODES; do [[ $(stat_of "$n" nl_listening) == true ]] || return 1; done; }
 check "the three localsad listen on RDMA_NL_GROUP_LS" wait_until 60 all_listening
 check "... and hold their preload tables" wait_until 120 all_preloaded
+check "OpenSM loaded the routing epoch plugin" grep -q "localsa routing epoch plugin loaded" "$VM_FABRIC_DIR/opensm.log"
+for n in $NODES; do
+    check "localsad on simhca$n keeps its answers on the master's routing epoch" wait_until 30 epoch_trusted "$n"
+done
 
 section "ib_ipoib"
 check "stock ib_core: no sa_redirect parameter" test ! -e /sys/module/ib_core/parameters/sa_redirect

@@ -73,6 +73,13 @@ nl_total() { sum_stat nl_answered; }
 nl_errors_total() { sum_stat nl_errors; }
 # every localsad has its preload table (its own GetTable reached the master before we count)
 all_preloaded() { local n v; for n in $NODES; do v=$(stat_of "$n" preloaded_paths); ((${v:-0} > 0)) || return 1; done; }
+# epoch_trusted N: localsad on simhcaN has the master's routing epoch (source not "none")
+epoch_trusted() {
+    timeout 10 "$BIN/localsactl" -C "simhca$1" -j stats 2>/dev/null | python3 -c '
+import json, sys
+e = json.load(sys.stdin).get("routing_epoch", {})
+sys.exit(0 if e.get("source") not in (None, "none", "disabled") and "lost" not in e else 1)'
+}
 osm_pr() { grep -c 'Posting Dispatcher message OSM_MSG_MAD_PATH_RECORD$' "$VM_FABRIC_DIR/opensm.log"; }
 
 # IFACE[N], GID[N]: the IPoIB netdev of simhcaN (its hardware address ends with the port GID)

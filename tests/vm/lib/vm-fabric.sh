@@ -79,16 +79,26 @@ fabric_start() {
 
     # LOCALSA_VM_COUNT_SA=1: OpenSM logs every SA request it dispatches (counted from opensm.log), as
     # scripts/fabric up --count-sa does: DEBUG for the SA MAD controller only.
-    local osm_conf=()
+    # LOCALSA_VM_EPOCH_PLUGIN=PATH: OpenSM loads the routing epoch plugin as a site running
+    # localsad configures it (event_plugin_name; OpenSM dlopens lib<name>.so by name).
+    local osm_conf=() osm_ld_path=${LD_LIBRARY_PATH:-}
+    : >"$VM_FABRIC_DIR/opensm.conf"
     if [[ ${LOCALSA_VM_COUNT_SA:-} == 1 ]]; then
         echo "osm_sa_mad_ctrl.c 0x0F" >"$VM_FABRIC_DIR/per-module-logging.conf"
         printf 'per_module_logging_file %s\nforce_log_flush TRUE\n' \
-            "$VM_FABRIC_DIR/per-module-logging.conf" >"$VM_FABRIC_DIR/opensm.conf"
+            "$VM_FABRIC_DIR/per-module-logging.conf" >>"$VM_FABRIC_DIR/opensm.conf"
+        osm_conf=(-F "$VM_FABRIC_DIR/opensm.conf")
+    fi
+    if [[ -n ${LOCALSA_VM_EPOCH_PLUGIN:-} ]]; then
+        [[ -f $LOCALSA_VM_EPOCH_PLUGIN ]] ||
+            { fabric_log "no routing epoch plugin at $LOCALSA_VM_EPOCH_PLUGIN"; return 1; }
+        echo "event_plugin_name localsaepoch" >>"$VM_FABRIC_DIR/opensm.conf"
+        osm_ld_path=$(dirname "$LOCALSA_VM_EPOCH_PLUGIN")${osm_ld_path:+:$osm_ld_path}
         osm_conf=(-F "$VM_FABRIC_DIR/opensm.conf")
     fi
     local guid
     guid=$(sed 's/^.*:\(....:....:....:....\)$/\1/; s/://g' /sys/class/infiniband/simhca0/ports/1/gids/0)
-    OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
+    LD_LIBRARY_PATH=$osm_ld_path OSM_TMP_DIR="$VM_FABRIC_DIR/osm" OSM_CACHE_DIR="$VM_FABRIC_DIR/osm" \
         opensm "${osm_conf[@]}" -g "0x$guid" -f "$VM_FABRIC_DIR/opensm.log" ${VM_OPENSM_ARGS:-} ${LOCALSA_VM_OPENSM_ARGS:-} \
         >"$VM_FABRIC_DIR/opensm.out" 2>&1 &
     VM_OPENSM_PID=$!
