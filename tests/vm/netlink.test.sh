@@ -119,16 +119,24 @@ check "... at once, not after the kernel's timeout (elapsed_ms $e < $KERNEL_TIME
     test -n "$e" -a "${e:-9999}" -lt "$KERNEL_TIMEOUT_MS"
 
 section "another listener (as ibacm)"
+# The listener stays until killed; localsad looks every 10 s, timed from when it is there.
+rm -f /tmp/other-listener.ready
 python3 -c '
 import socket, time
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 20)  # NETLINK_RDMA
 s.bind((0, 0))
 s.setsockopt(270, 1, 3)  # SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, RDMA_NL_GROUP_LS
-time.sleep(25)
+open("/tmp/other-listener.ready", "w").close()
+time.sleep(600)
 ' &
 other=$!
+check "another listener joins RDMA_NL_GROUP_LS" wait_until 60 test -e /tmp/other-listener.ready
 other_seen() { (($(stat_of nl_other_listeners) >= 1)); }
-check "localsad notices the other listener" wait_until 30 other_seen
+if wait_until 30 other_seen; then pass "localsad notices the other listener"; else
+    fail "localsad notices the other listener"
+    echo "     /proc/net/netlink, NETLINK_RDMA (localsad pid $DAEMON, listener pid $other):"
+    awk 'NR == 1 || $2 == 20' /proc/net/netlink | sed 's/^/       /'
+fi
 echo "     nl_other_listeners: $(stat_of nl_other_listeners)"
 check "... and says so" grep -q "other listener(s) on RDMA_NL_GROUP_LS" /tmp/localsad.log
 kill "$other" 2>/dev/null
