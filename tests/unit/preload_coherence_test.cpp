@@ -117,7 +117,7 @@ TEST_CASE("Gets are served from the preload table without the master", "[preload
     FakeTransport transport;
     LocalSa sa(io.get_executor(), clock, transport, {});
     sa.coherence_parts().preload.replace(std::nullopt, table_records({{0x100005, 8}}),
-                                         clock.now() + 1min);
+                                         clock.now() + 1min, clock.now());
     const auto req = path_request(0x42, 0x100005);
     sa.dispatch(from_lid(kOwnLid, req));
     auto sent = transport.take();

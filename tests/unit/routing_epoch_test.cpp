@@ -274,3 +274,46 @@ TEST_CASE("preload: without an epoch, renewals that change nothing back off, dou
     for (auto g : gaps)
         CHECK(g <= 1000 + 20); // bounded by --max-staleness-s
 }
+
+TEST_CASE("preload: without an epoch, an unused table past its TTL is not served while the "
+          "master answers",
+          "[coherence][preload]") {
+    auto cc = epoch_on();
+    cc.routing_epoch = false;
+    cc.preload = true;
+    Node n(short_ttl(), cc);
+    n.clock.advance(15ms);
+    REQUIRE(n.serve(0, table_records({{0x100005, 8}, {0x100007, 11}})) == 1);
+    for (int i = 0; i < 30; ++i) { // 3 TTLs unused: not renewed, and not fresh either
+        n.clock.advance(10ms);
+        CHECK(n.serve(0) == 0);
+    }
+    n.ask(1, 0x100005);
+    CHECK(n.serve(0) == 1); // read through: the master answers this path as it is now
+    CHECK(n.sa->counters().pr_preload_hits == 0);
+    CHECK(n.sa->counters().stale_served == 0);
+}
+
+TEST_CASE("preload: without an epoch, a table whose renewal failed is served past its TTL, "
+          "counted stale",
+          "[coherence][preload]") {
+    auto cc = epoch_on();
+    cc.routing_epoch = false;
+    cc.preload = true;
+    Node n(short_ttl(), cc);
+    const auto table = table_records({{0x100005, 8}, {0x100007, 11}});
+    n.clock.advance(15ms);
+    REQUIRE(n.serve(0, table) == 1);
+    n.ask(1, 0x100005); // in use: renewed at 0.8 TTL, and the renewal goes unanswered
+    CHECK(n.sa->counters().pr_preload_hits == 1);
+    int tables = 0;
+    for (int i = 0; i < 30; ++i) {
+        n.clock.advance(10ms);
+        tables += n.serve(0, table, false);
+    }
+    REQUIRE(tables >= 1);
+    n.ask(2, 0x100007);
+    CHECK(n.serve(0, table, false) == 0); // the master did not answer the table: the table serves
+    CHECK(n.sa->counters().pr_preload_hits == 2);
+    CHECK(n.sa->counters().stale_served == 1);
+}

@@ -96,8 +96,8 @@ std::size_t PreloadTable::size() const {
 
 std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uint64_t mask,
                                                         const sa::Gid& own, Clock::time_point now,
-                                                        Clock::time_point* fetched,
-                                                        bool count_use) const {
+                                                        Clock::time_point* fetched, bool count_use,
+                                                        Clock::time_point fetched_since) const {
     if (mask & ~kAnswerableMask)
         return std::nullopt;
     if (!(mask & (kDgid | kDlid)))
@@ -112,7 +112,7 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
                           ? std::optional<std::uint16_t>{mad::load_be16(req, pr_offset::kPKey)}
                           : std::nullopt;
     auto it = tables_.find(pkey);
-    if (it == tables_.end() || it->second.expires <= now)
+    if (it == tables_.end() || it->second.expires <= now || it->second.fetched < fetched_since)
         return std::nullopt;
     const auto& t = it->second;
 

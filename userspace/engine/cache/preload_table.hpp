@@ -51,9 +51,11 @@ public:
     // must name its source (SGID or SLID): without one, which sources to take is the master's
     // choice. `fetched`, if given, receives when the master sent the table. `count_use`: false
     // for the refresh of an answer taken from the table, which is no demand of its own.
+    // A table fetched before `fetched_since` does not answer (nor count the use).
     std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
                                 const sa::Gid& own, Clock::time_point now,
-                                Clock::time_point* fetched = nullptr, bool count_use = true) const;
+                                Clock::time_point* fetched = nullptr, bool count_use = true,
+                                Clock::time_point fetched_since = {}) const;
 
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =

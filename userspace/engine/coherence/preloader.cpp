@@ -38,6 +38,7 @@ void Preloader::schedule() {
 void Preloader::reset() {
     ++generation_;
     table_.clear();
+    path_records_.set_table_renewal_failed(false);
     running_ = false;
     stop();
     state_ = config_.enabled ? "waiting" : "disabled";
@@ -92,6 +93,7 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
         }
         path_records_.set_table_fresh_for(renew_interval() +
                                           path_records_.config().positive_ttl / 10);
+        path_records_.set_table_renewal_failed(state_ == "partial");
         schedule_renewal();
         return;
     }

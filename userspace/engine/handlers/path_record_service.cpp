@@ -125,12 +125,19 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         const auto mask = key.comp_mask;
         const auto& port = transport_.port();
         Clock::time_point fetched;
+        // Without the epoch a table older than its freshness answers only when its renewal
+        // failed: while the master answers, a path is asked as it is now (and the table,
+        // unused, is not renewed for it).
+        const bool any_age = epoch_trusted_ || table_renewal_failed_;
+        const auto fetched_since = any_age ? Clock::time_point{} : now - table_fresh_for();
         if (auto rec = preload_.match(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
-                                      mask, port.gid, now, &fetched)) {
+                                      mask, port.gid, now, &fetched, true, fetched_since)) {
             cache::PathAnswer from_table;
             from_table.records.assign(rec->begin(), rec->end());
             if (!stale_check_ || !stale_check_(key, from_table)) {
                 ++counters_.pr_preload_hits;
+                if (!epoch_trusted_ && now >= fetched + table_fresh_for())
+                    ++counters_.stale_served;
                 respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
                 // From now on an answer like any other: refreshed while used, then dropped.
                 // An old table (a job start late in its life) is renewed within 0.1 TTL

@@ -84,6 +84,9 @@ public:
         epoch_since_ = since;
     }
     bool epoch_trusted() const { return epoch_trusted_; }
+    // The last renewal of the preload table failed (the master unreachable, BUSY): without the
+    // epoch, the table answers past its freshness up to its expiry, counted as stale_served.
+    void set_table_renewal_failed(bool failed) { table_renewal_failed_ = failed; }
     // How long after it came a preload table refreshes answers without the epoch: 0.9 TTL,
     // or longer once its renewals found nothing changed (the Preloader's back-off).
     void set_table_fresh_for(Clock::duration d) { table_fresh_for_ = d; }
@@ -147,6 +150,7 @@ private:
     std::uint64_t generation_ = 0;
     std::uint64_t key_ignores_ = 0;
     bool epoch_trusted_ = false;
+    bool table_renewal_failed_ = false;
     Clock::time_point epoch_since_{};
     std::optional<Clock::duration> table_fresh_for_;
 };
