@@ -26,6 +26,22 @@ sa::PathRecord request_record(std::uint64_t dguid) {
     return r;
 }
 
+// The master's Report of `trap` about the port `guid`; its ReportResp is taken.
+void master_reports(LocalSa& sa, FakeTransport& transport, std::uint16_t trap, std::uint64_t guid,
+                    std::uint64_t tid) {
+    mad::SaMad r;
+    r.header.method = mad::method::kReport;
+    r.header.attr_id = mad::attr::kNotice;
+    r.header.tid = tid;
+    sa::Notice n;
+    n.trap_number = trap;
+    const auto g = gid(guid);
+    std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
+    n.pack(r.data);
+    sa.dispatch(from_lid(kSmLid, r.pack()));
+    transport.take();
+}
+
 } // namespace
 
 TEST_CASE("a preload table answers a Get only when the answer is certain", "[preload]") {
@@ -183,17 +199,7 @@ TEST_CASE("coherence: trap 65 drops what involves the GID and refuses it until t
     REQUIRE(sa.cache().size() == 2);
 
     auto report = [&](std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
-        mad::SaMad r;
-        r.header.method = mad::method::kReport;
-        r.header.attr_id = mad::attr::kNotice;
-        r.header.tid = tid;
-        sa::Notice n;
-        n.trap_number = trap;
-        const auto g = gid(guid);
-        std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
-        n.pack(r.data);
-        sa.dispatch(from_lid(kSmLid, r.pack()));
-        transport.take(); // the ReportResp
+        master_reports(sa, transport, trap, guid, tid);
     };
     report(sa::trap::kGidOutOfService, 0x100007, 0x500);
     CHECK(sa.cache().size() == 1);
@@ -225,17 +231,7 @@ TEST_CASE("coherence: trap 64 drops what was stored about the GID while it was o
     coh.start();
     transport.take();
     auto report = [&](std::uint16_t trap, std::uint64_t guid, std::uint64_t tid) {
-        mad::SaMad r;
-        r.header.method = mad::method::kReport;
-        r.header.attr_id = mad::attr::kNotice;
-        r.header.tid = tid;
-        sa::Notice n;
-        n.trap_number = trap;
-        const auto g = gid(guid);
-        std::copy(g.raw.begin(), g.raw.end(), n.data_details.begin() + 6);
-        n.pack(r.data);
-        sa.dispatch(from_lid(kSmLid, r.pack()));
-        transport.take(); // the ReportResp
+        master_reports(sa, transport, trap, guid, tid);
     };
     // A miss in flight when the port leaves: the master's answer, about the port as it was,
     // arrives after trap 65 and is stored.
