@@ -17,7 +17,11 @@ fi
 
 BIN=${LOCALSA_BUILD:-$PWD/build}/bin
 CTL=/tmp/localsad.sock
+REPORT_AGENT="python3 $PWD/tests/vm/lib/umad_report_agent.py"
 cd /tmp
+# Without localsad, a client can take this port's SA Reports on QP1 (the control for below).
+eq "before localsad: an agent for SA Reports on simhca1's QP1 registers" registered \
+    "$($REPORT_AGENT simhca1 1 || true)"
 # Port poll every 100 ms: OpenSM's next sweep gives the port its old LID back after a
 # Baselid, sometimes within a second, and the LID change must be seen before that.
 "$BIN/localsad" --foreground --ca simhca1 --control "$CTL" --port-poll-ms 100 --spread-ms 1000 \
@@ -31,6 +35,17 @@ check "localsad preloads this port's paths" wait_until 20 preloaded
 # exit 3: answered with an SA error status, printed like any answer
 q() { "$BIN/localsactl" --ca simhca1 query "$@" || [[ $? -eq 3 ]]; }
 OWN_LID=$(port_lid 1)
+
+# A subscriber on this port's QP1 cannot get Reports while localsad runs: the MAD layer gives
+# the port's SA Reports to the one agent registered for them, localsad; a second is refused.
+# So localsad denies InformInfo Sets from this port's QP1 rather than answer OK and deliver
+# nothing (the master would accept the Set and send its Reports to localsad).
+eq "with localsad: a client's agent for SA Reports on QP1 is refused by the MAD layer" \
+    "refused: EINVAL" "$($REPORT_AGENT simhca1 1 || true)"
+# InformInfo: GID 0, LIDRange all, generic, subscribe, type all, trap 65, QPN 0, producer all
+inform65() { printf '%032dffff000000000101ffff00410000011200ffffff' 0; }
+eq "... and localsad denies its InformInfo Set from QP1" REQ_DENIED \
+    "$(q sa --attr 0x3 --method set --data "$(inform65)" --lid "$OWN_LID" | sed -n 's/^status=//p')"
 OWN_GID=$("$BIN/localsactl" --control "$CTL" -j stats |
     python3 -c "import json,sys; print(json.load(sys.stdin)['port']['gid'])")
 
