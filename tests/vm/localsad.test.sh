@@ -109,7 +109,11 @@ resyncs=$(stat_of resyncs)
 kill "$VM_OPENSM_PID"
 guid2=$(sed 's/^.*:\(....\):\(....\):\(....\):\(....\)$/\1\2\3\4/' /sys/class/infiniband/simhca2/ports/1/gids/0)
 mkdir -p /tmp/osm2
-OSM_TMP_DIR=/tmp/osm2 OSM_CACHE_DIR=/tmp/osm2 opensm -g "0x$guid2" -f /tmp/opensm2.log >/dev/null 2>&1 &
+# OpenSM flushes its log on errors only: without force_log_flush, "SUBNET UP" can sit in its
+# buffer as long as nothing at the master errs.
+echo "force_log_flush TRUE" >/tmp/osm2/opensm.conf
+OSM_TMP_DIR=/tmp/osm2 OSM_CACHE_DIR=/tmp/osm2 opensm -F /tmp/osm2/opensm.conf -g "0x$guid2" \
+    -f /tmp/opensm2.log >/dev/null 2>&1 &
 OSM2=$!
 trap 'kill $DAEMON $OSM2 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
 check "OpenSM on simhca2 becomes MASTER" wait_until 90 grep -qs "SUBNET UP" /tmp/opensm2.log
@@ -125,5 +129,10 @@ held=$(q sa --attr 0xf3 --method get --comp-mask 1 --data "$gid_hex" | sed -n 's
 eq "the new master holds localsad's subscriptions" TOO_MANY_RECORDS "$held"
 eq "nothing stale served" 0 "$(stat_of stale_served)"
 check "localsad still running" kill -0 "$DAEMON"
-((VM_FAILS)) && { echo "--- localsad.log"; tail -20 /tmp/localsad.log; }
+((VM_FAILS)) && {
+    echo "--- localsad.log"
+    tail -40 /tmp/localsad.log
+    echo "--- opensm2.log"
+    grep -v '^$' /tmp/opensm2.log | tail -40
+}
 finish
