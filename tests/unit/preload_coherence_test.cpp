@@ -4,7 +4,9 @@
 #include "engine/cache/preload_table.hpp"
 #include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
+#include "ib/inform_info.hpp"
 #include "ib/notice.hpp"
+#include "ib/response.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -340,16 +342,40 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
         auto sent = transport.take();
         REQUIRE(sent.size() == 1);
         CHECK(mad::load_be16(sent[0].bytes, 16) == mad::attr::kInformInfoRecord);
-        CHECK(sent[0].bytes[3] == mad::method::kGet);
+        // A GetTable: OpenSM numbers every subscription Enum 0, so a Get naming the
+        // SubscriberGID matches all of them, an error logged at the master each time.
+        CHECK(sent[0].bytes[3] == mad::method::kGetTable);
         CHECK(mad::load_be64(sent[0].bytes, 48) == 1); // SubscriberGID only
         const auto own = transport.state.gid;
         CHECK(std::equal(own.raw.begin(), own.raw.end(), sent[0].bytes.begin() + 56));
         return sent[0].bytes;
     };
+    // The master's table: one 64-byte InformInfoRecord per subscription it holds (Enum 0), and
+    // the routing epoch's vendor subscription beside them.
+    auto table_of = [&](const std::vector<std::uint8_t>& request,
+                        std::vector<std::uint16_t> traps) {
+        std::vector<std::uint8_t> records;
+        auto add = [&](std::uint16_t trap, bool generic) {
+            std::vector<std::uint8_t> r(64);
+            std::copy(transport.state.gid.raw.begin(), transport.state.gid.raw.end(), r.begin());
+            sa::InformInfo info;
+            info.lid_range_begin = 0xffff;
+            info.is_generic = generic ? 1 : 0;
+            info.subscribe = 1;
+            info.trap_number = trap;
+            info.pack(mad::MutableBytes{r}.subspan(24, sa::InformInfo::kSize));
+            records.insert(records.end(), r.begin(), r.end());
+        };
+        add(0x4c53, false);
+        for (auto t : traps)
+            add(t, true);
+        return sa::make_records_response(request, 64, records);
+    };
+    const std::vector<std::uint16_t> all(std::begin(coherence::kSubscribedTraps),
+                                         std::end(coherence::kSubscribedTraps));
 
-    SECTION("two or more records held: nothing happens") {
-        sa.dispatch(
-            from_lid(kSmLid, master_status_answer(next_check(), mad::status::kSaTooManyRecords)));
+    SECTION("all held: nothing happens") {
+        sa.dispatch(from_lid(kSmLid, table_of(next_check(), all)));
         CHECK(sa.counters().resyncs == 0);
         CHECK(sa.counters().subscriptions_lost == 0);
         CHECK(transport.take().empty());
@@ -370,10 +396,42 @@ TEST_CASE("coherence: a master that lost the subscriptions makes the port resync
         clock.advance(5ms);
         CHECK(transport.take().size() == 1 + std::size(coherence::kSubscribedTraps));
     }
-    SECTION("only one held: re-subscribe too") {
-        sa.dispatch(from_lid(kSmLid, master_status_answer(next_check(), 0)));
+    SECTION("an empty table: re-subscribe too") {
+        const auto q = next_check();
+        sa.dispatch(from_lid(kSmLid, sa::make_records_response(q, 64, {})));
         CHECK(sa.counters().subscriptions_lost == 1);
         CHECK(sa.counters().resyncs == 1);
+    }
+    SECTION("five of six held (one dropped): re-subscribe") {
+        auto some = all;
+        some.erase(some.begin() + 2);
+        sa.dispatch(from_lid(kSmLid, table_of(next_check(), some)));
+        CHECK(sa.counters().subscriptions_lost == 1);
+        CHECK(sa.counters().resyncs == 1);
+    }
+    SECTION("a truncated table (no RMPP, as under ibsim) tells nothing") {
+        auto answer = table_of(next_check(), all);
+        // The RMPP PayloadLength announces the whole table (7 records in 3 segments of 200
+        // bytes, the SA header's 20 bytes after the RMPP header counted per segment); the
+        // first segment's records only arrived.
+        auto rmpp = mad::RmppHeader::unpack(answer);
+        rmpp.paylen_newwin = 7 * 64 + 3 * 20;
+        rmpp.pack(answer);
+        answer.resize(56 + 3 * 64);
+        sa.dispatch(from_lid(kSmLid, answer));
+        CHECK(sa.counters().subscriptions_lost == 0);
+        CHECK(sa.counters().resyncs == 0);
+    }
+    SECTION("one MAD, no PayloadLength, no room for another record (ibsim's first segment): "
+            "nothing concluded") {
+        auto answer = table_of(next_check(), all);
+        answer.resize(56 + 3 * 64);
+        sa.dispatch(from_lid(kSmLid, answer));
+        CHECK(sa.counters().subscriptions_lost == 0);
+    }
+    SECTION("one MAD, no PayloadLength, room for another record: the whole table") {
+        sa.dispatch(from_lid(kSmLid, table_of(next_check(), {64})));
+        CHECK(sa.counters().subscriptions_lost == 1);
     }
 }
 

@@ -4,8 +4,8 @@
 # paths back. Used answers are refreshed on schedule; a stalled master leaves hits served and
 # misses failing cleanly, and cached answers stop being served once refresh time + max staleness
 # have passed. An OpenSM restart on the same LID (its subscriptions gone, nothing the port poll
-# could see) is noticed by the subscription check: localsad resyncs and subscribes again.
-# Prints the measured staleness windows.
+# could see) is noticed by the subscription check: localsad resyncs and subscribes again; the
+# checks leave no error in OpenSM's log. Prints the measured staleness windows.
 # Usage: coherence.test.sh BUILD_BIN_DIR
 set -uo pipefail
 
@@ -149,5 +149,13 @@ for _ in $(seq 100); do [[ $(stats_of reports_received) -gt $reports ]] && break
 check "Reports arrive again on the renewed subscriptions (trap 65 for H5)" \
     test "$(stats_of reports_received)" -gt "$reports"
 check "nothing stale served since the master came back" test "$(stats_of stale_served)" -eq "$stale"
+
+# --- the subscription checks are no errors at the master -------------------------------------
+# A Get naming only the SubscriberGID matches every subscription (OpenSM numbers them Enum 0):
+# TOO_MANY_RECORDS and an ERR line in OpenSM's log per check. localsad asks a GetTable.
+checks=$(stats_of subscription_checks)
+check "subscription checks were made ($checks)" test "$checks" -ge 5
+errors=$(grep -c "records for SubnAdmGet(InformInfoRecord)" "$FABRIC_OSM_LOG")
+check "... and OpenSM logged no error for them ($errors)" test "$errors" -eq 0
 
 summary

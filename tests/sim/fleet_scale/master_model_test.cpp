@@ -133,6 +133,15 @@ TEST_CASE("subscriptions are held per port, checked by SubscriberGID, forgotten 
     CHECK(status(2, 0x100) == 0); // one record
     m.answer(inform(65, true), 2);
     CHECK(status(2, 0x100) == mad::status::kSaTooManyRecords);
+    // GetTable: one 64-byte record per subscription, its InformInfo at byte 24.
+    auto table = subscriptions_of(0x100);
+    table[3] = mad::method::kGetTable;
+    const auto t = m.answer(table, 2);
+    CHECK(t.response[3] == mad::method::kGetTableResp);
+    CHECK(mad::load_be16(t.response, 44) == 64 / 8);
+    REQUIRE(t.response.size() == 56 + 2 * 64);
+    CHECK(sa::InformInfo::unpack(mad::Bytes{t.response}.subspan(56 + 24)).trap_number == 64);
+    CHECK(sa::InformInfo::unpack(mad::Bytes{t.response}.subspan(56 + 64 + 24)).trap_number == 65);
     CHECK(m.subscribers(64) == std::vector<std::uint16_t>{2});
     CHECK(m.subscribers(66).empty());
     m.answer(inform(64, false), 2);

@@ -3,12 +3,14 @@
 #include "ib/constants.hpp"
 #include "ib/inform_info.hpp"
 #include "ib/mad.hpp"
+#include "ib/response.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <memory>
+#include <set>
 
 namespace localsa::coherence {
 
@@ -21,6 +23,9 @@ constexpr std::uint16_t kEveryType = 0xffff;
 constexpr std::uint32_t kEveryProducer = 0xffffff;
 constexpr std::uint8_t kRespTimeValue = 18;
 constexpr std::uint64_t kInformInfoRecordSubscriberGid = 1; // its component mask bit
+// InformInfoRecord: SubscriberGID, Enum, 6 reserved bytes, the InformInfo, 4 bytes of padding.
+constexpr std::size_t kInformInfoRecordSize = 64;
+constexpr std::size_t kInformInfoInRecord = 24;
 } // namespace
 
 Subscriptions::Subscriptions(boost::asio::any_io_executor executor, Clock& clock,
@@ -194,10 +199,11 @@ void Subscriptions::check() {
         schedule_check();
         return;
     }
-    // A Get, not a GetTable: it fits one MAD everywhere (no RMPP), and its status tells enough.
-    // OpenSM numbers every subscription Enum 0, so only the SubscriberGID selects.
+    // A GetTable: OpenSM numbers every subscription Enum 0, so a Get naming the SubscriberGID
+    // matches them all and is answered TOO_MANY_RECORDS, with an error line in OpenSM's log
+    // each time. The table names the traps the master holds for this port.
     mad::SaMad q;
-    q.header.method = mad::method::kGet;
+    q.header.method = mad::method::kGetTable;
     q.header.attr_id = mad::attr::kInformInfoRecord;
     q.comp_mask = kInformInfoRecordSubscriberGid;
     std::copy(port.gid.raw.begin(), port.gid.raw.end(), q.data.begin());
@@ -209,23 +215,54 @@ void Subscriptions::check() {
         q.pack(),
         [this, generation](upstream::Reply r) {
             // After a resync in between, the answer is about subscriptions renewed since.
-            if (generation == generation_ && r.outcome == upstream::Outcome::Response) {
-                // NO_RECORDS: none left; OK: exactly one of our six; TOO_MANY_RECORDS: two or more.
-                const auto status = mad::load_be16(r.response, mad::offset::kStatus);
-                if (status == mad::status::kSaNoRecords || status == 0) {
-                    ++counters_.subscriptions_lost;
-                    spdlog::warn(
-                        "the master holds {} of this port's {} subscriptions (SM restarted "
-                        "or replaced on LID {}?)",
-                        status == 0 ? "one" : "none", subscribed_.size(), transport_.port().sm_lid);
-                    lost_("subscriptions lost at the master");
-                } else if (status != mad::status::kSaTooManyRecords) {
-                    spdlog::debug("subscription check answered {}", mad::status_name(status));
-                }
-            }
+            if (generation == generation_ && r.outcome == upstream::Outcome::Response)
+                on_check_answer(r.response);
             schedule_check();
         },
         options);
+}
+
+void Subscriptions::on_check_answer(mad::Bytes response) {
+    const auto status = mad::load_be16(response, mad::offset::kStatus);
+    if (status != 0 && status != mad::status::kSaNoRecords) {
+        spdlog::debug("subscription check answered {}", mad::status_name(status));
+        return;
+    }
+    std::set<std::uint16_t> held;
+    bool complete = true;
+    if (status == 0) {
+        const auto records = sa::response_records(response, kInformInfoRecordSize);
+        complete = records.complete;
+        // A single MAD whose RMPP header announces no length (a transfer a simulator cut to
+        // its first segment) and whose data area has no room for another record may be part
+        // of a longer table. (The kernel's RMPP reassembly always announces the length.)
+        const auto rmpp = mad::RmppHeader::unpack(response);
+        if (rmpp.active() && rmpp.paylen_newwin == 0 && response.size() <= mad::kMadSize &&
+            records.bytes.size() + kInformInfoRecordSize > mad::kSaDataSize)
+            complete = false;
+        spdlog::debug("subscription check: {} records (RMPP flags {:#x}, PayloadLength {}){}",
+                      records.bytes.size() / kInformInfoRecordSize, rmpp.flags, rmpp.paylen_newwin,
+                      complete ? "" : ", perhaps part of a longer table");
+        for (std::size_t off = 0; off + kInformInfoRecordSize <= records.bytes.size();
+             off += kInformInfoRecordSize) {
+            const auto info = sa::InformInfo::unpack(mad::Bytes{records.bytes}.subspan(
+                off + kInformInfoInRecord, sa::InformInfo::kSize));
+            if (info.is_generic)
+                held.insert(info.trap_number);
+        }
+    }
+    const auto missing = std::count_if(subscribed_.begin(), subscribed_.end(),
+                                       [&](auto t) { return !held.contains(t); });
+    if (missing == 0)
+        return;
+    if (!complete)
+        return; // the rest of the table may hold them (said above, at debug level)
+    ++counters_.subscriptions_lost;
+    spdlog::warn("the master holds {} of this port's {} subscriptions (SM restarted or replaced "
+                 "on LID {}?)",
+                 subscribed_.size() - static_cast<std::size_t>(missing), subscribed_.size(),
+                 transport_.port().sm_lid);
+    lost_("subscriptions lost at the master");
 }
 
 void Subscriptions::shutdown(std::function<void()> done) {

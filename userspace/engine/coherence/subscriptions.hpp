@@ -71,6 +71,7 @@ private:
     void on_answer(std::uint16_t trap, const upstream::Reply& reply);
     void schedule_check();
     void check();
+    void on_check_answer(mad::Bytes response);
 
     boost::asio::any_io_executor executor_;
     Clock& clock_;

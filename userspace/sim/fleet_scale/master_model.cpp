@@ -143,6 +143,25 @@ std::vector<std::uint16_t> MasterModel::subscribers(std::uint16_t trap) const {
     return out;
 }
 
+MasterAnswer MasterModel::inform_info_table(const SaMad& q, Bytes request) const {
+    // SubscriberGID selects (OpenSM numbers every subscription Enum 0): one 64-byte
+    // InformInfoRecord per subscription held, as OpenSM's GetTable answers.
+    constexpr std::size_t kRecordSize = 64;
+    sa::Gid subscriber;
+    std::copy_n(q.data.begin(), 16, subscriber.raw.begin());
+    std::vector<std::uint8_t> records;
+    if (const auto port = by_guid_.find(subscriber.guid()); port != by_guid_.end())
+        if (const auto it = subscribed_.find(ports_[port->second].lid); it != subscribed_.end())
+            for (const auto& [trap, info] : it->second) {
+                std::vector<std::uint8_t> r(kRecordSize);
+                std::copy(subscriber.raw.begin(), subscriber.raw.end(), r.begin());
+                info.pack(MutableBytes{r}.subspan(24, sa::InformInfo::kSize));
+                records.insert(records.end(), r.begin(), r.end());
+            }
+    return {QueryKind::InformInfoRecord, sa::make_records_response(request, kRecordSize, records),
+            0};
+}
+
 std::size_t MasterModel::subscriptions_of(std::uint16_t lid) const {
     const auto it = subscribed_.find(lid);
     return it == subscribed_.end() ? 0 : it->second.size();
@@ -282,7 +301,7 @@ MasterAnswer MasterModel::answer(const std::vector<std::uint8_t>& request, std::
         const auto info = sa::InformInfo::unpack(q->data);
         auto& traps = subscribed_[from_lid];
         if (info.subscribe)
-            traps.insert(info.trap_number);
+            traps[info.trap_number] = info;
         else
             traps.erase(info.trap_number);
         // OpenSM answers a Set with the InformInfo it was given (GetResp, status 0).
@@ -297,6 +316,8 @@ MasterAnswer MasterModel::answer(const std::vector<std::uint8_t>& request, std::
             return service_record(*q);
         break;
     case attr::kInformInfoRecord: {
+        if (m == method::kGetTable)
+            return inform_info_table(*q, request);
         if (m != method::kGet)
             break;
         // SubscriberGID selects: OpenSM's answer to a Get is NO_RECORDS, the record, or

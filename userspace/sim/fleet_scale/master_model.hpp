@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ib/gid.hpp"
+#include "ib/inform_info.hpp"
 #include "ib/mad.hpp"
 
 #include <cstdint>
@@ -149,6 +150,7 @@ private:
     MasterAnswer service_record(const mad::SaMad& q);
     MasterAnswer path_get(const mad::SaMad& q, std::uint16_t from_lid);
     MasterAnswer path_table(const mad::SaMad& q, std::uint16_t from_lid);
+    MasterAnswer inform_info_table(const mad::SaMad& q, mad::Bytes request) const;
     std::vector<std::uint8_t> path_record(const Port& src, const Port& dst, std::uint16_t pkey,
                                           bool reversible) const;
     const Port* source_of(const mad::SaMad& q, std::uint16_t from_lid) const;
@@ -157,8 +159,8 @@ private:
     std::vector<Port> ports_;
     std::unordered_map<std::uint64_t, std::size_t> by_guid_; // GUID -> index in ports_
     std::unordered_map<std::uint16_t, std::size_t> by_lid_;
-    std::map<std::uint16_t, std::set<std::uint16_t>> subscribed_; // LID -> traps
-    std::set<std::uint64_t> down_;                                // GUIDs of ports that went
+    std::map<std::uint16_t, std::map<std::uint16_t, sa::InformInfo>> subscribed_; // LID -> trap
+    std::set<std::uint64_t> down_; // GUIDs of ports that went
     std::uint8_t rate_ = 7;
     std::optional<std::uint64_t> epoch_;
 };
