@@ -73,6 +73,7 @@ static int localsa_test_path_run(struct localsa_test_dev *dev, u32 port,
 	struct sa_path_rec rec = {};
 	struct ib_sa_query *query;
 	unsigned long wait;
+	ktime_t start;
 	int id, n;
 
 	union ib_gid sgid;
@@ -83,6 +84,7 @@ static int localsa_test_path_run(struct localsa_test_dev *dev, u32 port,
 	localsa_test_path_request(dev, port, &sgid, dgid, &rec);
 	init_completion(&q.done);
 
+	start = ktime_get();
 	id = ib_sa_path_rec_get(&localsa_test_sa_client, dev->device, port,
 				&rec, LOCALSA_TEST_PATH_MASK,
 				localsa_test_timeout_ms, GFP_KERNEL,
@@ -98,7 +100,8 @@ static int localsa_test_path_run(struct localsa_test_dev *dev, u32 port,
 		}
 	}
 	n = localsa_test_format_path(result, len, q.status, &q.rec);
-	scnprintf(result + n, len - n, "\n");
+	scnprintf(result + n, len - n, " elapsed_ms=%lld\n",
+		  ktime_ms_delta(ktime_get(), start));
 	return 0;
 }
 
