@@ -302,3 +302,14 @@ TEST_CASE("verbs port events: the async events of a port and nothing else", "[po
     CHECK_FALSE(port_event_of(IBV_EVENT_QP_FATAL));
     CHECK_FALSE(port_event_of(IBV_EVENT_CQ_ERR));
 }
+
+TEST_CASE("verbs port events: a CA without a verbs device is refused with the reason",
+          "[port_watch]") {
+    boost::asio::io_context io;
+    try {
+        transport::VerbsPortEvents events(io.get_executor(), "no-such-hca0", 1);
+        FAIL("opened a verbs device that does not exist");
+    } catch (const transport::VerbsUnavailable& e) {
+        CHECK(std::string(e.what()).find("verbs") != std::string::npos);
+    }
+}
