@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <utility>
 
 namespace localsa::transport {
 
@@ -130,8 +131,9 @@ void VerbsPortEvents::wait_readable() {
                                if (ec == boost::asio::error::operation_aborted || !running_)
                                    return;
                                const auto drained = drain();
-                               if (!events_.empty())
-                                   on_events_(events_);
+                               // Handed over as the batch's own: the handler may restart us.
+                               if (const auto batch = std::exchange(events_, {}); !batch.empty())
+                                   on_events_(batch);
                                if (drained == Drained::kLost) {
                                    running_ = false;
                                    on_lost_(lost_why_);
