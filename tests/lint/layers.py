@@ -16,6 +16,8 @@ ALLOWED = {
     "transport/": ["ib/"],
     "transport/umad/": ["ib/", "transport/transport.hpp"],
     "transport/sim/": ["ib/", "transport/transport.hpp"],
+    # The port's events over libibverbs, behind transport.hpp's PortEventSource.
+    "transport/verbs/": ["ib/", "transport/transport.hpp"],
     # The kernel's netlink local path service: its messages (bytes only) and its socket.
     "transport/netlink/": [],
     # The engine's bottom: counters, sending (counted), the clock; every part of it uses them.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A package build: -DBUILD_TESTING=OFF configures, builds and installs localsad, localsactl, the
 # man page and the unit on a machine without the test equipment. Here that equipment is hidden
-# rather than removed: pkg-config sees libibumad only (not libibmad), and find_package of Catch2
-# and Google Benchmark is disabled, so a configure that still asked for one of them fails.
+# rather than removed: pkg-config sees libibumad and libibverbs only (not libibmad), and
+# find_package of Catch2 and Google Benchmark is disabled, so a configure that still asked for one
+# of them fails.
 #   tests/lint/without-tests.sh SOURCE_DIR
 set -euo pipefail
 src=$(cd "${1:?usage: tests/lint/without-tests.sh SOURCE_DIR}" && pwd)
@@ -11,8 +12,12 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "without-tests: $*" >&2; exit 1; }
 
 mkdir "$work/pkgconfig"
-umad_pc=$(pkg-config --variable=pcfiledir libibumad)/libibumad.pc
-cp "$umad_pc" "$work/pkgconfig/"
+# What a package build needs: libibumad (MADs) and libibverbs (the port's events), with what
+# libibverbs' own .pc requires (libnl).
+for lib in libibumad libibverbs $(pkg-config --print-requires --print-requires-private libibverbs |
+    awk '{print $1}'); do
+    cp "$(pkg-config --variable=pcfiledir "$lib")/$lib.pc" "$work/pkgconfig/"
+done
 export PKG_CONFIG_LIBDIR=$work/pkgconfig PKG_CONFIG_PATH=
 ! pkg-config --exists libibmad || fail "libibmad still visible to pkg-config"
 

@@ -16,6 +16,7 @@
 #include "transport/netlink/ls_socket.hpp"
 #include "transport/sim/sim_quirks.hpp"
 #include "transport/umad/umad_transport.hpp"
+#include "transport/verbs/verbs_port_events.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -156,7 +157,18 @@ int main(int argc, char** argv) {
         nl_config.answer_budget = o.local_sa.upstream.patience();
         netlink::LocalService netlink_service(io.get_executor(), clock, umad, nl_config);
         local_sa = std::make_unique<LocalSa>(io.get_executor(), clock, netlink_service, o.local_sa);
-        coherence::Coherence coherence(io.get_executor(), local_sa->coherence_parts(), o.coherence);
+        // The port's events, so that it is read when it changes rather than polled often.
+        // Opened before privileges drop; there is no verbs device under ibsim's umad2sim.
+        std::unique_ptr<transport::VerbsPortEvents> port_events;
+        try {
+            port_events = std::make_unique<transport::VerbsPortEvents>(
+                io.get_executor(), umad.port().ca, umad.port().port);
+        } catch (const transport::VerbsUnavailable& e) {
+            spdlog::info("port events: {}: the port is polled instead", e.what());
+        }
+        auto coherence_parts = local_sa->coherence_parts();
+        coherence_parts.port_events = port_events.get();
+        coherence::Coherence coherence(io.get_executor(), coherence_parts, o.coherence);
 
         const auto port = umad.port();
         // Joined before privileges drop (CAP_NET_ADMIN); without it the kernel asks the SA.

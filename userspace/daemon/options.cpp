@@ -154,7 +154,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "spread-ms", po::value(&spread_ms)->default_value(spread_ms),
         "preload at start and a resync's queries wait a random delay up to this long")(
         "port-poll-ms", po::value(&port_poll_ms)->default_value(port_poll_ms),
-        "how often the port's LID, SM LID, state and PKeys are read")(
+        "how often the port's LID, SM LID and state are read besides its events (0: every "
+        "30000 ms while the port's verbs events arrive, 1000 without them)")(
         "subscription-check-s",
         po::value(&subscription_check_s)->default_value(subscription_check_s),
         "seconds between checks that the master still holds the subscriptions (0: never)")(
@@ -223,7 +224,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);
     require_range("master-capacity", master_capacity, 1L, 100'000'000L);
     require_range("epoch-reread-s", epoch_reread_s, 0L, 86'400L);
-    require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
+    if (port_poll_ms != 0) // 0: the default of the mode (with or without port events)
+        require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
     require_range("subscription-check-s", subscription_check_s, 0L, 86'400L);
     require_range("idle-window-s", idle_window_s, 0L, 86'400L);
     require_range("master-rate", master_rate, 1L, 100'000L);

@@ -223,7 +223,8 @@ coherence::Parts LocalSa::coherence_parts() {
             counters_,     cache_,
             preload_,      upstream_,
             path_records_, class_port_info_,
-            inform_info_,  [this](ReportHandler fn) { on_report(std::move(fn)); }};
+            inform_info_,  [this](ReportHandler fn) { on_report(std::move(fn)); },
+            nullptr};
 }
 
 nlohmann::json LocalSa::stats() const {

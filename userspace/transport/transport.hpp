@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace localsa::transport {
@@ -59,6 +60,10 @@ struct PortState {
     bool operator==(const PortState&) const = default;
 };
 
+// What refresh_port() reads. The PKey table costs a query per entry on a real HCA (a firmware
+// command each, up to 128 of them), the other attributes a few reads: it is read only when asked.
+enum class PortRead { kAttributes, kWithPkeys };
+
 // Called with each received MAD; valid only during the call (the transport reuses it).
 using InboundHandler = std::function<void(const InboundMad&)>;
 
@@ -71,8 +76,56 @@ public:
                       std::chrono::milliseconds response_timeout) = 0;
     // The port as last read; valid until the next refresh_port(). Called on the hot path: no copy.
     virtual const PortState& port() const = 0;
-    // Reads the port's attributes again (they change on port events) and returns them.
-    virtual const PortState& refresh_port() { return port(); }
+    // Reads the port's attributes again (they change on port events) and returns them;
+    // kAttributes keeps the PKey table as last read.
+    virtual const PortState& refresh_port(PortRead /*what*/) { return port(); }
+};
+
+// The events a port's driver raises when the port changes (libibverbs' port async events).
+enum class PortEvent {
+    kActive,
+    kError,
+    kLidChange,
+    kPkeyChange,
+    kSmChange,
+    kClientReregister,
+    kGidChange
+};
+
+constexpr std::string_view port_event_name(PortEvent e) {
+    switch (e) {
+    case PortEvent::kActive:
+        return "port active";
+    case PortEvent::kError:
+        return "port error";
+    case PortEvent::kLidChange:
+        return "LID change";
+    case PortEvent::kPkeyChange:
+        return "PKey change";
+    case PortEvent::kSmChange:
+        return "SM change";
+    case PortEvent::kClientReregister:
+        return "client reregister";
+    case PortEvent::kGidChange:
+        return "GID change";
+    }
+    return "?";
+}
+
+// Says when the port changed, so that it is read then instead of polled often. The real one
+// reads libibverbs' async events (transport/verbs); unit tests use a fake.
+class PortEventSource {
+public:
+    using EventsHandler = std::function<void(const std::vector<PortEvent>& events)>;
+    using LostHandler = std::function<void(const std::string& why)>;
+    virtual ~PortEventSource() = default;
+    // Drops the events that came before, then hands on this port's events, on the event loop,
+    // those that arrived together in one call, until stop(); `on_lost` once when no more can
+    // come (the device failed).
+    virtual void start(EventsHandler on_events, LostHandler on_lost) = 0;
+    virtual void stop() = 0;
+    // Where the events come from, for the log ("verbs device mlx5_0").
+    virtual std::string name() const = 0;
 };
 
 } // namespace localsa::transport

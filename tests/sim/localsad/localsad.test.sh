@@ -14,6 +14,12 @@ mapfile -t LIDS < <("$FABRIC" lid --dir "$WORK/fabric" --all | awk '{print $2}')
 OWN_LID=${LIDS[1]}
 start_localsad --negative-ttl-ms 600000
 check "localsad starts and opens its control socket" test -S "$CTL"
+# umad2sim has no verbs device: said once, and the port is polled every second instead.
+polled_without_events() {
+    [[ $(grep -c 'port events: .*: the port is polled instead' "$WORK/localsad.log") == 1 ]] &&
+        grep -q 'polled every 1000 ms (no port events)' "$WORK/localsad.log"
+}
+check "no port events under umad2sim: said once, polled every 1000 ms" polled_without_events
 
 # The answer with its TID masked (the two askers use different TIDs) and cut to the first 224
 # bytes (umad2sim delivers only those intact: docs/fabric.md).

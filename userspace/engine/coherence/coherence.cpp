@@ -30,7 +30,7 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
       refresher_(executor, parts_.clock, parts_.cache, parts_.path_records, parts_.upstream,
                  config_.refresh_rate, config_.idle_window),
       port_watch_(
-          executor, parts_.clock, parts_.transport, config_.port_poll,
+          executor, parts_.clock, parts_.transport, parts_.port_events, config_.port_poll,
           [this](const std::string& why) { resync(why); },
           [this] {
               // A resync that found the port down finishes now, also when the port came back

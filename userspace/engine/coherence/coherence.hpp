@@ -3,7 +3,7 @@
 //    clients'), confirmed, retried and audited;
 //  - refresher.hpp: refresh of the cached answers in use (re-routes raise no trap);
 //  - preloader.hpp: this port's paths as the master's tables, at start and after a resync;
-//  - port_watch.hpp: the port's LID, SM, PKeys and state, polled;
+//  - port_watch.hpp: the port's LID, SM, PKeys and state, read on port events and polled;
 // and itself acts on the master's Reports (answers dropped) and resyncs (flush, then the jobs
 // again after a random delay) when the port watch or the subscription audit says so.
 #pragma once

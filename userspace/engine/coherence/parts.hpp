@@ -21,8 +21,9 @@ namespace localsa::coherence {
 
 struct CoherenceConfig {
     bool subscribe = true;
-    // How often the port's attributes are read (LID, SM LID, state, PKeys).
-    std::chrono::milliseconds port_poll{1000};
+    // How often the port's attributes are read (LID, SM LID, state) besides its events; zero:
+    // PortWatch's default (30 s while port events arrive, 1 s without).
+    std::chrono::milliseconds port_poll{0};
     // Refresh queries sent to the master per second at most, so a refresh never bursts.
     unsigned refresh_rate = 200;
     // Subscriptions the master did not confirm are tried again after this long.
@@ -77,6 +78,8 @@ struct Parts {
     sa::InformInfoService& inform_info;
     // Registers the handler of the master's Reports (after they were acknowledged).
     std::function<void(std::function<void(const sa::Notice&, std::uint64_t tid)>)> on_report;
+    // The port's events (libibverbs), when there are: the port watch reads the port on them.
+    transport::PortEventSource* port_events = nullptr;
 };
 
 } // namespace localsa::coherence

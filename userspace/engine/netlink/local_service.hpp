@@ -69,7 +69,9 @@ public:
     bool send(mad::Bytes mad, const transport::MadAddress& to,
               std::chrono::milliseconds response_timeout) override;
     const transport::PortState& port() const override { return inner_.port(); }
-    const transport::PortState& refresh_port() override { return inner_.refresh_port(); }
+    const transport::PortState& refresh_port(transport::PortRead what) override {
+        return inner_.refresh_port(what);
+    }
 
 private:
     // One question to the local SA and the kernel's RESOLVEs waiting for its answer: a burst

@@ -89,7 +89,7 @@ public:
         return true;
     }
     const transport::PortState& port() const override { return seen_; }
-    const transport::PortState& refresh_port() override {
+    const transport::PortState& refresh_port(transport::PortRead) override {
         seen_ = live;
         return seen_;
     }

@@ -33,15 +33,6 @@ int register_agent(int fd, std::uint8_t mgmt_class, std::uint8_t version, std::u
 // PortInfo:CapabilityMask.IsSM: set while a subnet manager holds the port's issm device.
 constexpr std::uint32_t kCapIsSm = 1u << 1;
 
-bool port_has_sm(const std::string& ca, int port_num) {
-    umad_port_t p{};
-    if (umad_get_port(ca.c_str(), port_num, &p) < 0)
-        return false;
-    const bool is_sm = be32toh(p.capmask) & kCapIsSm;
-    umad_release_port(&p);
-    return is_sm;
-}
-
 // The device file behind an open umad fd ("/dev/infiniband/umad1"), for messages.
 std::string umad_device_path(int fd) {
     char link[64];
@@ -75,11 +66,12 @@ UmadTransport::UmadTransport(const UmadOptions& options, boost::asio::any_io_exe
     : executor_(std::move(executor)), handler_(std::move(handler)) {
     if (umad_init() < 0)
         throw TransportError("umad_init failed: is ib_umad loaded?");
-    port_ = read_umad_port(options.ca, options.port);
+    auto reading = read_umad_port_with_cap_mask(options.ca, options.port);
+    port_ = std::move(reading.port);
     // Whoever registers the SA methods of a port first keeps them: on a node whose SM (master or
     // standby) came first, the registration below would fail; on one whose SM starts later, the
     // SM's SA could never start. Under ibsim IsSM is localsad's own (claim_issm).
-    if (options.sa_server && !options.claim_issm && port_has_sm(port_.ca, port_.port))
+    if (options.sa_server && !options.claim_issm && (reading.cap_mask & kCapIsSm))
         throw PortHasSmError(
             "a subnet manager runs on " + port_.ca + " port " + std::to_string(port_.port) +
             " (IsSM is set in its CapabilityMask): its SA needs the SA methods of this port, so "
@@ -274,12 +266,16 @@ bool UmadTransport::send(mad::Bytes bytes, const MadAddress& to,
     return true;
 }
 
-const PortState& UmadTransport::refresh_port() {
-    port_ = read_umad_port(port_.ca, port_.port);
+const PortState& UmadTransport::refresh_port(PortRead what) {
+    auto reading = what == PortRead::kWithPkeys ? read_umad_port_with_cap_mask(port_.ca, port_.port)
+                                                : read_port_attributes(port_.ca, port_.port);
+    if (what == PortRead::kAttributes)
+        reading.port.pkeys = std::move(port_.pkeys);
+    port_ = std::move(reading.port);
     if (watch_for_sm_) {
         // An SM started on this port after localsad: its SA cannot register the SA methods
         // localsad holds (OpenSM then stops). Said once per appearance.
-        const bool sm = port_has_sm(port_.ca, port_.port);
+        const bool sm = reading.cap_mask & kCapIsSm;
         if (sm && !sm_on_port_)
             spdlog::error("a subnet manager started on {} port {} (IsSM set in its "
                           "CapabilityMask): its SA cannot register the SA methods localsad "

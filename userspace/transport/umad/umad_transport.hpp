@@ -62,9 +62,9 @@ public:
               std::chrono::milliseconds response_timeout) override;
     // Both on the event loop's thread only (the receive thread never reads the port).
     const PortState& port() const override { return port_; }
-    // Re-reads the port's attributes (LID, SM LID, state, PKeys) and logs an SM that started on
-    // the port. Returns the new state.
-    const PortState& refresh_port() override;
+    // Re-reads the port's attributes (LID, SM LID, state, GID; the PKeys when asked) and logs
+    // an SM that started on the port. Returns the new state.
+    const PortState& refresh_port(PortRead what) override;
 
 private:
     // Waits (in the event loop) until the umad file is readable, then drains it.
