@@ -16,7 +16,8 @@
 //                         paths: the longest and the median time one Report holds the event
 //                         loop (LocalSa::dispatch of the Report: acknowledge, then Coherence),
 //                         and the time of a cache hit with no GID and with --reports GIDs out of
-//                         service (the stale check of every hit).
+//                         service (the stale check of every hit); last, trap 144 from this
+//                         port's own LID, which empties the cache (own_lid_ms).
 // --paths=N sets the cache size (default 100000), --reports=R the Reports of each trap in
 // BM_ReportStall (default 200). Counters are printed with the results.
 #include "daemon/cache_dump.hpp"
@@ -192,6 +193,9 @@ void BM_CacheMemory(benchmark::State& state) {
         state.counters["index_slots_per_path"] =
             static_cast<double>(c.index_capacity()) / static_cast<double>(c.size());
         state.counters["out_of_line_entries"] = static_cast<double>(c.out_of_line_entries());
+        // The Reports' index: a slot per GID or LID an answer names (this port's are counted).
+        state.counters["mention_slots_per_path"] =
+            static_cast<double>(c.mention_capacity()) / static_cast<double>(c.size());
     }
     {
         // The same fill with the cache switched off: what grows outside the cache.
@@ -369,7 +373,8 @@ void BM_ReportStall(benchmark::State& state) {
 
     Stalls out_of_service, in_service, capability;
     double hit_before = 0, hit_after = 0;
-    std::size_t dropped_65 = 0, dropped_144 = 0, preload_left = 0;
+    std::size_t dropped_65 = 0, dropped_144 = 0, preload_left = 0, dropped_own = 0;
+    double own_lid_ms = 0;
     for (auto _ : state) {
         hit_before = hit_ns();
         const auto size0 = sa.cache().size();
@@ -384,6 +389,17 @@ void BM_ReportStall(benchmark::State& state) {
             report(sa::trap::kCapabilityMaskChange, r * stride + 1, capability);
         dropped_144 = size1 - sa.cache().size();
         preload_left = sa.preload().size();
+        // Trap 144 from this port's own LID, which every answer and path names: all go.
+        const auto size2 = sa.cache().size();
+        auto in =
+            test::from_lid(test::kSmLid, report_mad(sa::trap::kCapabilityMaskChange,
+                                                    test::gid(0x100003), test::kOwnLid, ++tid));
+        const auto start = std::chrono::steady_clock::now();
+        sa.dispatch(in);
+        own_lid_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        dropped_own = size2 - sa.cache().size();
     }
     if (dropped_65 != reports)
         state.SkipWithError("trap 65 did not drop exactly the answers about its GID");
@@ -399,6 +415,8 @@ void BM_ReportStall(benchmark::State& state) {
     state.counters["preload_left"] = static_cast<double>(preload_left);
     state.counters["hit_ns"] = hit_before;
     state.counters["hit_ns_gids_out"] = hit_after;
+    state.counters["own_lid_ms"] = own_lid_ms;
+    state.counters["own_lid_dropped"] = static_cast<double>(dropped_own);
 }
 
 } // namespace

@@ -301,7 +301,13 @@ TEST_CASE("reports: a GID named by a great many answers (this port's own) drops 
     fill(0x200000, 3000);
     port.report(sa::trap::kGidOutOfService, gid(0x200010));
     CHECK(port.cache().size() == 2999);
+    // A path between two other ports: it stays.
+    const auto elsewhere = key_of(path(0x200020, 0x200021, 0, 0), kByGids);
+    port.store(elsewhere, answer_of({path(0x200020, 0x200021, 0x20, 0x21)}));
     port.report(sa::trap::kGidOutOfService, gid(own));
+    CHECK(port.cache().size() == 1);
+    CHECK(port.has(elsewhere));
+    port.report(sa::trap::kGidOutOfService, gid(0x200020));
     CHECK(port.cache().size() == 0);
     fill(0x300000, 20);
     port.report(sa::trap::kGidInService, gid(own));

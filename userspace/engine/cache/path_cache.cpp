@@ -843,7 +843,12 @@ PathCache::erase_naming(const Subject& s,
         if (names(key_of(e), view_of(e).records))
             doomed.push_back(n);
     };
-    if (widespread_.contains(s)) {
+    if (const auto it = widespread_.find(s); it != widespread_.end()) {
+        if (it->second == size_) { // named by every entry: all go, at once
+            const auto n = size_;
+            clear();
+            return n;
+        }
         // Named by most of the cache (this port's own GID or LID): a scan, which empties it.
         for (std::uint32_t n = 0; n < high_water_; ++n)
             if (entry(n).shape != kFree)
