@@ -10,15 +10,27 @@
 //                         through the real miss path: request -> upstream -> master answer;
 //                         small chunks and mmapped blocks both counted, and the cache's entry
 //                         chunks, which it maps itself).
-// --paths=N sets the cache size (default 100000). Counters are printed with the results.
+//   BM_ReportStall        the master's Reports as a leaf-switch reboot sends them (trap 65 about
+//                         each of --reports ports, then trap 64 about each, then trap 144 from
+//                         each one's LID) against a cache of N answers and a preload table of N
+//                         paths: the longest and the median time one Report holds the event
+//                         loop (LocalSa::dispatch of the Report: acknowledge, then Coherence),
+//                         and the time of a cache hit with no GID and with --reports GIDs out of
+//                         service (the stale check of every hit); last, trap 144 from this
+//                         port's own LID, which empties the cache (own_lid_ms).
+// --paths=N sets the cache size (default 100000), --reports=R the Reports of each trap in
+// BM_ReportStall (default 200). Counters are printed with the results.
 #include "daemon/cache_dump.hpp"
+#include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "fake_transport.hpp"
+#include "ib/notice.hpp"
 #include "ib/response.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/asio/io_context.hpp>
 #include <malloc.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +44,7 @@ using namespace localsa;
 namespace {
 
 std::size_t g_paths = 100'000;
+std::size_t g_reports = 200;
 
 // Keeps only the last MAD sent (a recording fake would grow without bound in a benchmark).
 class SinkTransport final : public transport::MadTransport {
@@ -180,6 +193,9 @@ void BM_CacheMemory(benchmark::State& state) {
         state.counters["index_slots_per_path"] =
             static_cast<double>(c.index_capacity()) / static_cast<double>(c.size());
         state.counters["out_of_line_entries"] = static_cast<double>(c.out_of_line_entries());
+        // The Reports' index: a slot per GID or LID an answer names (this port's are counted).
+        state.counters["mention_slots_per_path"] =
+            static_cast<double>(c.mention_capacity()) / static_cast<double>(c.size());
     }
     {
         // The same fill with the cache switched off: what grows outside the cache.
@@ -255,6 +271,154 @@ void BM_DumpCache(benchmark::State& state) {
     state.counters["longest_slice_ms"] = longest_ms;
 }
 
+// The DLID the master answers with for destination `i` (WarmSa, report_table): LIDs repeat
+// every 60,000 destinations, as a subnet has at most 48K unicast LIDs.
+std::uint16_t dlid_of(std::size_t i) {
+    return static_cast<std::uint16_t>(0x100 + i % 60000);
+}
+
+// A Report from the master: `trap` about the port `subject` (traps 64-67) or from `issuer_lid`.
+std::vector<std::uint8_t> report_mad(std::uint16_t trap, const sa::Gid& subject,
+                                     std::uint16_t issuer_lid, std::uint64_t tid) {
+    mad::SaMad r;
+    r.header.method = mad::method::kReport;
+    r.header.attr_id = mad::attr::kNotice;
+    r.header.tid = tid;
+    sa::Notice n;
+    n.trap_number = trap;
+    n.issuer_lid = issuer_lid;
+    std::copy(subject.raw.begin(), subject.raw.end(), n.data_details.begin() + 6);
+    n.pack(r.data);
+    return r.pack();
+}
+
+// This port's preload table: one path to each of the `n` destinations of WarmSa.
+std::vector<std::uint8_t> report_table(std::size_t n) {
+    std::vector<std::uint8_t> out;
+    out.reserve(n * sa::PathRecord::kSize);
+    for (std::size_t i = 0; i < n; ++i) {
+        sa::PathRecord r;
+        r.sgid = test::gid(0x100003);
+        r.dgid = test::gid(dguid(i));
+        r.slid = test::kOwnLid;
+        r.dlid = dlid_of(i);
+        r.reversible = true;
+        r.pkey = 0xffff;
+        r.mtu = 4;
+        r.rate = 7;
+        r.packet_life = 18;
+        const auto b = r.bytes();
+        out.insert(out.end(), b.begin(), b.end());
+    }
+    return out;
+}
+
+struct Stalls {
+    std::vector<double> us;
+    double max() const { return us.empty() ? 0 : *std::max_element(us.begin(), us.end()); }
+    double median() {
+        if (us.empty())
+            return 0;
+        std::nth_element(us.begin(), us.begin() + static_cast<long>(us.size() / 2), us.end());
+        return us[us.size() / 2];
+    }
+};
+
+void BM_ReportStall(benchmark::State& state) {
+    spdlog::set_level(spdlog::level::warn); // a Report logs a line: not what is measured
+    const auto n = g_paths;
+    const auto reports = std::min(g_reports, n / 2);
+    const auto stride = n / reports;
+    WarmSa warm(n);
+    auto& sa = *warm.sa;
+    const auto now = warm.clock.now();
+    sa.coherence_parts().preload.replace(std::nullopt, report_table(n), now + std::chrono::hours{1},
+                                         now);
+    coherence::CoherenceConfig cc;
+    cc.subscribe = false;
+    cc.preload = false;
+    coherence::Coherence coh(warm.io.get_executor(), sa.coherence_parts(), cc);
+
+    // Gets to destinations no Report is about: all hits, each through the stale check.
+    std::mt19937_64 rng(44);
+    std::vector<transport::InboundMad> gets;
+    for (int i = 0; i < 4096; ++i) {
+        auto d = rng() % n;
+        if (d % stride == 0)
+            ++d;
+        gets.push_back(test::from_lid(test::kOwnLid, test::path_request(0x9000 + i, dguid(d))));
+    }
+    auto hit_ns = [&] {
+        constexpr int kGets = 200'000;
+        const auto hits0 = sa.counters().pr_cache_hits;
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < kGets; ++i)
+            sa.dispatch(gets[static_cast<std::size_t>(i) & 4095]);
+        const std::chrono::duration<double, std::nano> took =
+            std::chrono::steady_clock::now() - start;
+        if (sa.counters().pr_cache_hits - hits0 != kGets)
+            state.SkipWithError("a Get was not a cache hit");
+        return took.count() / kGets;
+    };
+    std::uint64_t tid = 0x7000'0000;
+    auto report = [&](std::uint16_t trap, std::size_t dest, Stalls& stalls) {
+        const auto in = test::from_lid(
+            test::kSmLid, report_mad(trap, test::gid(dguid(dest)), dlid_of(dest), ++tid));
+        const auto start = std::chrono::steady_clock::now();
+        sa.dispatch(in);
+        const std::chrono::duration<double, std::micro> took =
+            std::chrono::steady_clock::now() - start;
+        stalls.us.push_back(took.count());
+    };
+
+    Stalls out_of_service, in_service, capability;
+    double hit_before = 0, hit_after = 0;
+    std::size_t dropped_65 = 0, dropped_144 = 0, preload_left = 0, dropped_own = 0;
+    double own_lid_ms = 0;
+    for (auto _ : state) {
+        hit_before = hit_ns();
+        const auto size0 = sa.cache().size();
+        for (std::size_t r = 0; r < reports; ++r)
+            report(sa::trap::kGidOutOfService, r * stride, out_of_service);
+        dropped_65 = size0 - sa.cache().size();
+        hit_after = hit_ns(); // `reports` GIDs out of service
+        for (std::size_t r = 0; r < reports; ++r)
+            report(sa::trap::kGidInService, r * stride, in_service);
+        const auto size1 = sa.cache().size();
+        for (std::size_t r = 0; r < reports; ++r)
+            report(sa::trap::kCapabilityMaskChange, r * stride + 1, capability);
+        dropped_144 = size1 - sa.cache().size();
+        preload_left = sa.preload().size();
+        // Trap 144 from this port's own LID, which every answer and path names: all go.
+        const auto size2 = sa.cache().size();
+        auto in =
+            test::from_lid(test::kSmLid, report_mad(sa::trap::kCapabilityMaskChange,
+                                                    test::gid(0x100003), test::kOwnLid, ++tid));
+        const auto start = std::chrono::steady_clock::now();
+        sa.dispatch(in);
+        own_lid_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        dropped_own = size2 - sa.cache().size();
+    }
+    if (dropped_65 != reports)
+        state.SkipWithError("trap 65 did not drop exactly the answers about its GID");
+    state.counters["paths"] = static_cast<double>(n);
+    state.counters["reports"] = static_cast<double>(reports);
+    state.counters["t65_max_us"] = out_of_service.max();
+    state.counters["t65_median_us"] = out_of_service.median();
+    state.counters["t64_max_us"] = in_service.max();
+    state.counters["t64_median_us"] = in_service.median();
+    state.counters["t144_max_us"] = capability.max();
+    state.counters["t144_median_us"] = capability.median();
+    state.counters["t144_dropped"] = static_cast<double>(dropped_144);
+    state.counters["preload_left"] = static_cast<double>(preload_left);
+    state.counters["hit_ns"] = hit_before;
+    state.counters["hit_ns_gids_out"] = hit_after;
+    state.counters["own_lid_ms"] = own_lid_ms;
+    state.counters["own_lid_dropped"] = static_cast<double>(dropped_own);
+}
+
 } // namespace
 
 BENCHMARK(BM_PathRecordGetWarm);
@@ -263,6 +427,7 @@ BENCHMARK(BM_KeyAndFind);
 BENCHMARK(BM_Encode);
 BENCHMARK(BM_CacheMemory)->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DumpCache)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReportStall)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
     // Our own flag first; the rest is Google Benchmark's.
@@ -270,6 +435,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) {
         if (std::strncmp(argv[i], "--paths=", 8) == 0)
             g_paths = std::stoul(argv[i] + 8);
+        else if (std::strncmp(argv[i], "--reports=", 10) == 0)
+            g_reports = std::stoul(argv[i] + 10);
         else
             rest.push_back(argv[i]);
     }

@@ -28,6 +28,15 @@ std::uint64_t Gid::prefix() const {
 std::uint64_t Gid::guid() const {
     return mad::load_be64(raw, 8);
 }
+std::size_t GidHash::operator()(const Gid& g) const noexcept {
+    // The GIDs of a subnet share the prefix and differ in the interface ID: both halves mixed.
+    std::uint64_t h = g.prefix() * 0x9e3779b97f4a7c15ULL ^ g.guid();
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return static_cast<std::size_t>(h);
+}
+
 bool Gid::is_zero() const {
     return std::all_of(raw.begin(), raw.end(), [](auto b) { return b == 0; });
 }

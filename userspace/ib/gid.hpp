@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,11 @@ struct Gid {
     bool is_zero() const;
     std::string str() const;
     auto operator<=>(const Gid&) const = default;
+};
+
+// For unordered containers of GIDs.
+struct GidHash {
+    std::size_t operator()(const Gid& g) const noexcept;
 };
 
 } // namespace localsa::sa

@@ -1,5 +1,7 @@
 #include "engine/cache/path_cache.hpp"
 
+#include "ib/constants.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -83,6 +85,22 @@ struct PathCache::Entry {
     std::uint16_t status = 0;
 };
 
+struct PathCache::Subjects {
+    std::array<sa::Gid, 2> gids{};
+    std::array<std::uint16_t, 2> lids{};
+    std::uint8_t gid_count = 0;
+    std::uint8_t lid_count = 0;
+    // A GetTable answer, or one naming more than two GIDs or LIDs: listed apart (the lists
+    // above may then be incomplete).
+    bool unmentioned = false;
+
+    bool operator==(const Subjects&) const = default;
+    // Slots 0-1: the GIDs, 2-3: the LIDs.
+    Subject at(std::uint32_t slot) const {
+        return slot < 2 ? Subject{gids[slot]} : Subject{lids[slot - 2]};
+    }
+};
+
 PathQueryKey PathQueryKey::from_request(std::uint8_t method, std::uint64_t comp_mask,
                                         mad::Bytes record) {
     PathQueryKey k;
@@ -104,7 +122,8 @@ void CachedAnswer::copy_to(PathAnswer& out) const {
 }
 
 PathCache::PathCache(std::size_t max_entries)
-    : max_entries_(std::min<std::size_t>(max_entries, std::uint32_t{0xfffffffe})) {
+    // An entry's number times 4, plus 4, must fit a mention's 32 bits.
+    : max_entries_(std::min<std::size_t>(max_entries, std::uint32_t{0x3ffffffe})) {
     static_assert(sizeof(Entry) <= 96, "an entry must stay within the per-path memory budget");
 }
 
@@ -225,32 +244,32 @@ std::size_t PathCache::probe(const PathQueryKey& key, std::uint64_t h, std::uint
     }
 }
 
-void PathCache::grow_index() {
-    std::vector<Slot> old(std::max<std::size_t>(16, index_.size() * 2));
-    old.swap(index_);
-    const auto mask = index_.size() - 1;
+void PathCache::grow(std::vector<Slot>& table) {
+    std::vector<Slot> old(std::max<std::size_t>(16, table.size() * 2));
+    old.swap(table);
+    const auto mask = table.size() - 1;
     for (const auto& s : old) {
         if (s.entry == 0)
             continue;
         auto i = s.tag & mask;
-        while (index_[i].entry != 0)
+        while (table[i].entry != 0)
             i = (i + 1) & mask;
-        index_[i] = s;
+        table[i] = s;
     }
 }
 
-void PathCache::erase_slot(std::size_t i) {
+void PathCache::erase_slot(std::vector<Slot>& table, std::size_t i) {
     // Backward-shift deletion: no tombstones, probe sequences stay as short as after inserts.
-    const auto mask = index_.size() - 1;
-    index_[i] = {};
-    for (auto j = (i + 1) & mask; index_[j].entry != 0; j = (j + 1) & mask) {
-        const auto home = index_[j].tag & mask;
+    const auto mask = table.size() - 1;
+    table[i] = {};
+    for (auto j = (i + 1) & mask; table[j].entry != 0; j = (j + 1) & mask) {
+        const auto home = table[j].tag & mask;
         // Slot j may move to i when its home is not in the cyclic range (i, j].
         const bool stays = i < j ? (home > i && home <= j) : (home > i || home <= j);
         if (stays)
             continue;
-        index_[i] = index_[j];
-        index_[j] = {};
+        table[i] = table[j];
+        table[j] = {};
         i = j;
     }
 }
@@ -274,11 +293,12 @@ void PathCache::erase_stored(std::uint32_t n) {
     auto i = static_cast<std::size_t>(h >> 32) & mask;
     while (index_[i].entry != n + 1)
         i = (i + 1) & mask;
-    erase_slot(i);
+    erase_slot(index_, i);
     erase_entry(n);
 }
 
 void PathCache::erase_entry(std::uint32_t n) {
+    unmention(n, subjects_of(n));
     auto& e = entry(n);
     if (e.shape & kOutOfLine) {
         free_records_block(e.aux);
@@ -350,7 +370,7 @@ std::optional<CachedAnswer> PathCache::find(const PathQueryKey& key, std::uint64
     const auto n = index_[i].entry - 1;
     auto& e = entry(n);
     if (e.expires <= now.time_since_epoch().count()) {
-        erase_slot(i);
+        erase_slot(index_, i);
         erase_entry(n);
         return std::nullopt;
     }
@@ -381,7 +401,7 @@ bool PathCache::erase(const PathQueryKey& key) {
     if (index_[i].entry == 0)
         return false;
     const auto n = index_[i].entry - 1;
-    erase_slot(i);
+    erase_slot(index_, i);
     erase_entry(n);
     return true;
 }
@@ -394,13 +414,20 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         return;
     const auto h = hash_key(key.method, key.comp_mask, key.masked.data());
     if ((size_ + 1) * 5 > index_.size() * 4) // load factor <= 0.8
-        grow_index();
+        grow(index_);
     auto i = probe(key, h, *shape);
     std::uint32_t n;
     const bool stored_again = index_[i].entry != 0;
+    const auto subjects = subjects_of(key, answer.records);
+    bool mentioned = false; // as `subjects` says
     if (stored_again) {
-        // Stored again: the old answer goes, the entry and its index slot stay.
+        // Stored again: the old answer goes, the entry and its index slot stay; its mentions
+        // too where the new answer names the same GIDs and LIDs (a refresh, as a rule).
         n = index_[i].entry - 1;
+        if (const auto old = subjects_of(n); old == subjects)
+            mentioned = true;
+        else
+            unmention(n, old);
         auto& e = entry(n);
         if (e.shape & kOutOfLine) {
             free_records_block(e.aux);
@@ -485,6 +512,8 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         e.shape = *shape | kOutOfLine;
         ++out_of_line_;
     }
+    if (!mentioned)
+        mention(n, subjects);
 
     if (answer.refresh_at < answer.expires) {
         const auto rel = answer.refresh_at.time_since_epoch().count() - queue_base_;
@@ -617,6 +646,10 @@ void PathCache::clear() {
     }
     chunks_.clear();
     std::vector<Slot>{}.swap(index_);
+    std::vector<Slot>{}.swap(mentions_);
+    mention_count_ = 0;
+    widespread_.clear();
+    unmentioned_.clear();
     shapes_.clear();
     shape_ids_.clear();
     free_shapes_.clear();
@@ -653,13 +686,214 @@ bool PathCache::scan(ScanCursor& cursor, std::size_t limit,
     return cursor.next < high_water_;
 }
 
+std::uint32_t PathCache::tag_of(const Subject& s) {
+    std::uint64_t h;
+    if (const auto* g = std::get_if<sa::Gid>(&s))
+        h = load64(g->raw.data()) * 0x9e3779b97f4a7c15ULL ^ load64(g->raw.data() + 8);
+    else
+        h = std::get<std::uint16_t>(s) ^ 0x5bd1e9955bd1e995ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return static_cast<std::uint32_t>(h >> 32);
+}
+
+PathCache::Subjects PathCache::subjects_of(const PathQueryKey& key, mad::Bytes records) {
+    Subjects s;
+    if (key.method == mad::method::kGetTable) {
+        s.unmentioned = true; // trap 64 drops them all: they are listed whatever they name
+        return s;
+    }
+    auto add_gid = [&s](const std::uint8_t* p) {
+        sa::Gid g;
+        std::copy_n(p, g.raw.size(), g.raw.begin());
+        if (std::find(s.gids.begin(), s.gids.begin() + s.gid_count, g) !=
+            s.gids.begin() + s.gid_count)
+            return;
+        if (s.gid_count == s.gids.size())
+            s.unmentioned = true;
+        else
+            s.gids[s.gid_count++] = g;
+    };
+    auto add_lid = [&s](std::uint16_t lid) {
+        if (std::find(s.lids.begin(), s.lids.begin() + s.lid_count, lid) !=
+            s.lids.begin() + s.lid_count)
+            return;
+        if (s.lid_count == s.lids.size())
+            s.unmentioned = true;
+        else
+            s.lids[s.lid_count++] = lid;
+    };
+    // The places answer_involves and records_name_lid look at.
+    if (key.comp_mask & sa::pr_mask::kDgid)
+        add_gid(key.masked.data() + sa::pr_offset::kDgid);
+    if (key.comp_mask & sa::pr_mask::kSgid)
+        add_gid(key.masked.data() + sa::pr_offset::kSgid);
+    for (std::size_t off = 0; off + kRecord <= records.size() && !s.unmentioned; off += kRecord) {
+        add_gid(records.data() + off + sa::pr_offset::kDgid);
+        add_gid(records.data() + off + sa::pr_offset::kSgid);
+        add_lid(mad::load_be16(records, off + sa::pr_offset::kDlid));
+        add_lid(mad::load_be16(records, off + sa::pr_offset::kSlid));
+    }
+    return s;
+}
+
+PathCache::Subjects PathCache::subjects_of(std::uint32_t n) const {
+    const auto& e = entry(n);
+    return subjects_of(key_of(e), view_of(e).records);
+}
+
+void PathCache::mention(std::uint32_t n, const Subjects& s) {
+    if (s.unmentioned) {
+        unmentioned_.insert(n);
+        return;
+    }
+    for (std::uint32_t i = 0; i < s.gid_count; ++i)
+        add_mention(n * 4 + i + 1, s.at(i));
+    for (std::uint32_t i = 0; i < s.lid_count; ++i)
+        add_mention(n * 4 + 2 + i + 1, s.at(2 + i));
+}
+
+void PathCache::unmention(std::uint32_t n, const Subjects& s) {
+    if (s.unmentioned) {
+        unmentioned_.erase(n);
+        return;
+    }
+    for (std::uint32_t i = 0; i < s.gid_count; ++i)
+        remove_mention(n * 4 + i + 1, s.at(i));
+    for (std::uint32_t i = 0; i < s.lid_count; ++i)
+        remove_mention(n * 4 + 2 + i + 1, s.at(2 + i));
+}
+
+void PathCache::add_mention(std::uint32_t ref, const Subject& s) {
+    if (!widespread_.empty()) {
+        if (const auto it = widespread_.find(s); it != widespread_.end()) {
+            ++it->second;
+            return;
+        }
+    }
+    if ((mention_count_ + 1) * 5 > mentions_.size() * 4) // load factor <= 0.8
+        grow(mentions_);
+    const auto tag = tag_of(s);
+    const auto mask = mentions_.size() - 1;
+    std::size_t alike = 0; // the mentions of `s` all lie between its home and the next gap
+    auto i = tag & mask;
+    for (; mentions_[i].entry != 0; i = (i + 1) & mask)
+        alike += mentions_[i].tag == tag;
+    if (alike >= kMaxMentions && make_widespread(s)) {
+        ++widespread_[s];
+        return;
+    }
+    mentions_[i] = {tag, ref};
+    ++mention_count_;
+}
+
+void PathCache::remove_mention(std::uint32_t ref, const Subject& s) {
+    if (!widespread_.empty()) {
+        if (const auto it = widespread_.find(s); it != widespread_.end()) {
+            if (--it->second == 0)
+                widespread_.erase(it); // mentioned again from the next entry on
+            return;
+        }
+    }
+    if (mentions_.empty())
+        return;
+    const auto mask = mentions_.size() - 1;
+    for (auto i = tag_of(s) & mask; mentions_[i].entry != 0; i = (i + 1) & mask) {
+        if (mentions_[i].entry == ref) {
+            erase_slot(mentions_, i);
+            --mention_count_;
+            return;
+        }
+    }
+}
+
+bool PathCache::make_widespread(const Subject& s) {
+    const auto refs = mentioned(s);
+    if (refs.size() < kMaxMentions)
+        return false; // the tags are alike, not the GIDs or LIDs
+    for (const auto ref : refs)
+        remove_mention(ref, s);
+    widespread_.emplace(s, static_cast<std::uint32_t>(refs.size()));
+    return true;
+}
+
+std::vector<std::uint32_t> PathCache::mentioned(const Subject& s) const {
+    std::vector<std::uint32_t> refs;
+    if (mentions_.empty())
+        return refs;
+    const auto tag = tag_of(s);
+    const auto mask = mentions_.size() - 1;
+    for (auto i = tag & mask; mentions_[i].entry != 0; i = (i + 1) & mask) {
+        const auto ref = mentions_[i].entry;
+        if (mentions_[i].tag == tag && subjects_of((ref - 1) / 4).at((ref - 1) % 4) == s)
+            refs.push_back(ref);
+    }
+    return refs;
+}
+
+std::size_t
+PathCache::erase_naming(const Subject& s,
+                        const std::function<bool(const PathQueryKey&, mad::Bytes)>& names) {
+    std::vector<std::uint32_t> doomed;
+    auto check = [&](std::uint32_t n) {
+        const auto& e = entry(n);
+        if (names(key_of(e), view_of(e).records))
+            doomed.push_back(n);
+    };
+    if (const auto it = widespread_.find(s); it != widespread_.end()) {
+        if (it->second == size_) { // named by every entry: all go, at once
+            const auto n = size_;
+            clear();
+            return n;
+        }
+        // Named by most of the cache (this port's own GID or LID): a scan, which empties it.
+        for (std::uint32_t n = 0; n < high_water_; ++n)
+            if (entry(n).shape != kFree)
+                check(n);
+    } else {
+        for (const auto ref : mentioned(s))
+            doomed.push_back((ref - 1) / 4); // an entry mentions a GID or LID once
+        for (const auto n : unmentioned_)
+            check(n);
+    }
+    for (const auto n : doomed)
+        erase_stored(n);
+    return doomed.size();
+}
+
+std::size_t PathCache::erase_naming_gid(const sa::Gid& gid) {
+    return erase_naming(gid, [&](const PathQueryKey& key, mad::Bytes records) {
+        return any_gid_named(key, records, [&](const sa::Gid& g) { return g == gid; });
+    });
+}
+
+std::size_t PathCache::erase_naming_lid(std::uint16_t lid) {
+    return erase_naming(lid, [&](const PathQueryKey&, mad::Bytes records) {
+        return records_name_lid(records, lid);
+    });
+}
+
+std::size_t PathCache::erase_tables() {
+    std::vector<std::uint32_t> doomed;
+    for (const auto n : unmentioned_)
+        if (shapes_[entry(n).shape & ~kOutOfLine].method == mad::method::kGetTable)
+            doomed.push_back(n);
+    for (const auto n : doomed)
+        erase_stored(n);
+    return doomed.size();
+}
+
 bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid) {
-    auto gid_at = [&](const std::uint8_t* p) { return std::memcmp(p, gid.raw.data(), 16) == 0; };
-    if (((key.comp_mask & sa::pr_mask::kDgid) && gid_at(key.masked.data() + 8)) ||
-        ((key.comp_mask & sa::pr_mask::kSgid) && gid_at(key.masked.data() + 24)))
-        return true;
-    for (std::size_t off = 0; off + kRecord <= answer.records.size(); off += kRecord)
-        if (gid_at(answer.records.data() + off + 8) || gid_at(answer.records.data() + off + 24))
+    return any_gid_named(key, answer.records, [&](const sa::Gid& g) { return g == gid; });
+}
+
+bool records_name_lid(mad::Bytes records, std::uint16_t lid) {
+    for (std::size_t off = 0; off + kRecord <= records.size(); off += kRecord)
+        if (mad::load_be16(records, off + sa::pr_offset::kDlid) == lid ||
+            mad::load_be16(records, off + sa::pr_offset::kSlid) == lid)
             return true;
     return false;
 }

@@ -12,6 +12,15 @@
 // or a key that differs from its record in many bytes) the entry holds the whole key and the
 // records go to their own heap block. A look-up compares the whole 64-byte key either way: a hash
 // collision never returns another question's answer.
+//
+// The master's Reports name a GID or a LID; the entries that name it are found through a second
+// open-addressing table of *mentions* (hash tag of the GID or LID, entry and which of its GIDs or
+// LIDs), one per GID or LID an entry names, so that a Report costs what it removes, not a scan
+// of the cache. A GID or LID named by more than kMaxMentions entries (this port's own GID and
+// LID, which nearly every answer names) is not mentioned but counted: a Report about it scans
+// the cache, which it mostly empties. Entries that name more than two GIDs or LIDs, and the
+// answers to GetTable (which trap 64 drops whatever they name), are listed apart and checked by
+// every Report.
 #pragma once
 
 #include "engine/clock.hpp"
@@ -19,6 +28,7 @@
 #include "ib/gid.hpp"
 #include "ib/path_record.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -27,7 +37,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_set>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace localsa::cache {
@@ -107,6 +119,12 @@ public:
     void store(const PathQueryKey& key, const PathAnswer& answer);
     // Removes every entry `pred` selects; returns how many.
     std::size_t erase_if(const std::function<bool(const PathQueryKey&, const PathAnswer&)>& pred);
+    // Removes every answer that names `gid` (answer_involves); returns how many.
+    std::size_t erase_naming_gid(const sa::Gid& gid);
+    // Removes every answer with a record from or to `lid` (its SLID or DLID); returns how many.
+    std::size_t erase_naming_lid(std::uint16_t lid);
+    // Removes every answer to a GetTable; returns how many.
+    std::size_t erase_tables();
     void clear();
     std::size_t size() const { return size_; }
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
@@ -141,6 +159,15 @@ public:
     std::size_t out_of_line_entries() const { return out_of_line_; }
     // Bytes of entry storage mapped outside the heap (the chunks; malloc statistics miss them).
     std::size_t mapped_bytes() const { return chunks_.size() * kChunkBytes; }
+    std::size_t mention_capacity() const { return mentions_.size(); }
+    // GIDs and LIDs named by so many entries that they are counted, not mentioned.
+    std::size_t widespread() const { return widespread_.size(); }
+    // Entries every Report checks: GetTable answers, and answers naming more than two GIDs or
+    // LIDs.
+    std::size_t unmentioned_entries() const { return unmentioned_.size(); }
+
+    // More entries than this naming one GID or LID make it widespread (see the top).
+    static constexpr std::size_t kMaxMentions = 64;
 
 private:
     struct Entry;
@@ -174,12 +201,30 @@ private:
     std::size_t probe(const PathQueryKey& key, std::uint64_t h, std::uint16_t shape) const;
     std::uint32_t allocate_entry();
     void erase_entry(std::uint32_t n);
-    void erase_slot(std::size_t slot);
+    static void erase_slot(std::vector<Slot>& table, std::size_t slot);
+    static void grow(std::vector<Slot>& table);
     // Erases entry `n` and the index slot that points at it (found from the entry's own key).
     void erase_stored(std::uint32_t n);
-    void grow_index();
     PathQueryKey key_of(const Entry& e) const;
     CachedAnswer view_of(const Entry& e) const;
+
+    // A GID or LID that Reports name.
+    using Subject = std::variant<sa::Gid, std::uint16_t>;
+    struct Subjects;
+    static std::uint32_t tag_of(const Subject& s);
+    // What an entry (or its new answer) names; an unmentioned entry's list may be incomplete.
+    static Subjects subjects_of(const PathQueryKey& key, mad::Bytes records);
+    Subjects subjects_of(std::uint32_t n) const;
+    void mention(std::uint32_t n, const Subjects& s);
+    void unmention(std::uint32_t n, const Subjects& s);
+    void add_mention(std::uint32_t ref, const Subject& s);
+    void remove_mention(std::uint32_t ref, const Subject& s);
+    // Turns `s` widespread when at least kMaxMentions entries mention it (their mentions go).
+    bool make_widespread(const Subject& s);
+    // The mentions of `s` (entry number * 4 + which subject of it, + 1), verified.
+    std::vector<std::uint32_t> mentioned(const Subject& s) const;
+    std::size_t erase_naming(const Subject& s,
+                             const std::function<bool(const PathQueryKey&, mad::Bytes)>& names);
 
     std::size_t max_entries_;
     std::size_t size_ = 0;
@@ -211,9 +256,37 @@ private:
     std::vector<RefreshItem> refresh_queue_;
     Clock::rep queue_base_ = 0;
     std::uint64_t idle_expired_ = 0;
+    // The mentions: tag of the GID or LID, entry number * 4 + which of its subjects + 1 (slots
+    // 0-1 its GIDs, 2-3 its LIDs); linear probing and backward-shift deletion as the index.
+    std::vector<Slot> mentions_;
+    std::size_t mention_count_ = 0;
+    std::map<Subject, std::uint32_t> widespread_; // and how many entries name each
+    std::unordered_set<std::uint32_t> unmentioned_;
 };
+
+// True when `fn` is true of a GID the question (where its mask constrains it) or any of the
+// records names as source or destination; stops at the first.
+template <class Fn> bool any_gid_named(const PathQueryKey& key, mad::Bytes records, Fn&& fn) {
+    auto gid_at = [&](const std::uint8_t* p) {
+        sa::Gid g;
+        std::copy_n(p, g.raw.size(), g.raw.begin());
+        return fn(g);
+    };
+    if (((key.comp_mask & sa::pr_mask::kDgid) &&
+         gid_at(key.masked.data() + sa::pr_offset::kDgid)) ||
+        ((key.comp_mask & sa::pr_mask::kSgid) && gid_at(key.masked.data() + sa::pr_offset::kSgid)))
+        return true;
+    for (std::size_t off = 0; off + sa::PathRecord::kSize <= records.size();
+         off += sa::PathRecord::kSize)
+        if (gid_at(records.data() + off + sa::pr_offset::kDgid) ||
+            gid_at(records.data() + off + sa::pr_offset::kSgid))
+            return true;
+    return false;
+}
 
 // True when the key or any record of the answer names `gid` as source or destination.
 bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid);
+// True when a record names `lid` as its SLID or DLID.
+bool records_name_lid(mad::Bytes records, std::uint16_t lid);
 
 } // namespace localsa::cache

@@ -8,13 +8,82 @@ namespace localsa::cache {
 using namespace sa::pr_mask;
 namespace pr_offset = sa::pr_offset;
 
+namespace {
+
+sa::Gid gid_at(const PreloadTable::Record& r, std::size_t off) {
+    sa::Gid g;
+    std::copy_n(r.begin() + static_cast<std::ptrdiff_t>(off), g.raw.size(), g.raw.begin());
+    return g;
+}
+
+// Erases the one element of `index` that maps `key` to record `i`.
+template <class Index> void unindex(Index& index, typename Index::key_type key, std::size_t i) {
+    const auto [b, e] = index.equal_range(key);
+    const auto it = std::find_if(b, e, [i](const auto& kv) { return kv.second == i; });
+    if (it != e)
+        index.erase(it);
+}
+
+template <class Map, class Key> void count_down(Map& counts, const Key& key) {
+    const auto it = counts.find(key);
+    if (it != counts.end() && --it->second == 0)
+        counts.erase(it);
+}
+
+} // namespace
+
 void PreloadTable::index(Table& t) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < t.records.size(); ++i)
+        if (i >= t.removed.size() || !t.removed[i])
+            t.records[kept++] = t.records[i];
+    t.records.resize(kept);
+    t.removed.assign(kept, false);
+    t.live = kept;
     t.by_dguid.clear();
     t.by_dlid.clear();
+    t.sgids.clear();
+    t.slids.clear();
     for (std::size_t i = 0; i < t.records.size(); ++i) {
-        t.by_dguid.emplace(mad::load_be64(t.records[i], pr_offset::kDgidInterfaceId), i);
-        t.by_dlid.emplace(mad::load_be16(t.records[i], pr_offset::kDlid), i);
+        const auto& r = t.records[i];
+        t.by_dguid.emplace(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
+        t.by_dlid.emplace(mad::load_be16(r, pr_offset::kDlid), i);
+        ++t.sgids[gid_at(r, pr_offset::kSgid)];
+        ++t.slids[mad::load_be16(r, pr_offset::kSlid)];
     }
+}
+
+void PreloadTable::remove(Table& t, std::size_t i) {
+    const auto& r = t.records[i];
+    unindex(t.by_dguid, mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
+    unindex(t.by_dlid, mad::load_be16(r, pr_offset::kDlid), i);
+    count_down(t.sgids, gid_at(r, pr_offset::kSgid));
+    count_down(t.slids, mad::load_be16(r, pr_offset::kSlid));
+    t.removed[i] = true;
+    --t.live;
+}
+
+template <class Names> std::size_t PreloadTable::remove_all(Table& t, Names names) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < t.records.size(); ++i) {
+        if (!t.removed[i] && names(t.records[i])) {
+            t.removed[i] = true;
+            ++n;
+        }
+    }
+    if (n != 0)
+        index(t);
+    return n;
+}
+
+bool PreloadTable::same_records(const Table& t, const std::vector<Record>& records) {
+    if (t.live != records.size())
+        return false;
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < t.records.size(); ++i)
+        if (!t.removed[i] && t.records[i] != records[j++])
+            return false;
+    return true;
 }
 
 bool PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records,
@@ -30,7 +99,7 @@ bool PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records
     }
     index(t);
     const auto old = tables_.find(pkey);
-    const bool changed = old == tables_.end() || old->second.records != t.records;
+    const bool changed = old == tables_.end() || !same_records(old->second, t.records);
     tables_.insert_or_assign(pkey, std::move(t));
     return changed;
 }
@@ -48,13 +117,21 @@ void PreloadTable::set_expiry(Clock::time_point expires) {
 std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
     std::size_t n = 0;
     for (auto& [pkey, t] : tables_) {
-        const auto before = t.records.size();
-        std::erase_if(t.records, [&](const Record& r) {
-            return std::memcmp(r.data() + pr_offset::kDgid, gid.raw.data(), 16) == 0 ||
-                   std::memcmp(r.data() + pr_offset::kSgid, gid.raw.data(), 16) == 0;
-        });
-        n += before - t.records.size();
-        index(t);
+        if (t.sgids.contains(gid)) {
+            // This port's own GID: the whole table goes, in one pass.
+            n += remove_all(t, [&](const Record& r) {
+                return gid_at(r, pr_offset::kDgid) == gid || gid_at(r, pr_offset::kSgid) == gid;
+            });
+            continue;
+        }
+        const auto [b, e] = t.by_dguid.equal_range(gid.guid());
+        std::vector<std::size_t> doomed;
+        for (auto it = b; it != e; ++it)
+            if (gid_at(t.records[it->second], pr_offset::kDgid) == gid)
+                doomed.push_back(it->second);
+        for (const auto i : doomed)
+            remove(t, i);
+        n += doomed.size();
     }
     return n;
 }
@@ -62,20 +139,27 @@ std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
 std::size_t PreloadTable::erase_lid(std::uint16_t lid) {
     std::size_t n = 0;
     for (auto& [pkey, t] : tables_) {
-        const auto before = t.records.size();
-        std::erase_if(t.records, [&](const Record& r) {
-            return mad::load_be16(r, pr_offset::kDlid) == lid ||
-                   mad::load_be16(r, pr_offset::kSlid) == lid;
-        });
-        n += before - t.records.size();
-        index(t);
+        if (t.slids.contains(lid)) {
+            n += remove_all(t, [&](const Record& r) {
+                return mad::load_be16(r, pr_offset::kDlid) == lid ||
+                       mad::load_be16(r, pr_offset::kSlid) == lid;
+            });
+            continue;
+        }
+        const auto [b, e] = t.by_dlid.equal_range(lid);
+        std::vector<std::size_t> doomed;
+        for (auto it = b; it != e; ++it)
+            doomed.push_back(it->second);
+        for (const auto i : doomed)
+            remove(t, i);
+        n += doomed.size();
     }
     return n;
 }
 
 std::size_t PreloadTable::size_of(std::optional<std::uint16_t> pkey) const {
     const auto it = tables_.find(pkey);
-    return it == tables_.end() ? 0 : it->second.records.size();
+    return it == tables_.end() ? 0 : it->second.live;
 }
 
 bool PreloadTable::used() const {
@@ -90,7 +174,7 @@ bool PreloadTable::live(Clock::time_point now) const {
 std::size_t PreloadTable::size() const {
     std::size_t n = 0;
     for (const auto& [pkey, t] : tables_)
-        n += t.records.size();
+        n += t.live;
     return n;
 }
 

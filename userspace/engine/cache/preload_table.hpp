@@ -67,13 +67,26 @@ public:
 private:
     struct Table {
         std::vector<Record> records;
+        // Records a Report removed: they keep their place, so that the index stays valid, and
+        // leave the index (a Report costs the records it removes, not the table).
+        std::vector<bool> removed;
+        std::size_t live = 0;
         std::unordered_multimap<std::uint64_t, std::size_t> by_dguid; // DGID's interface ID
         std::unordered_multimap<std::uint16_t, std::size_t> by_dlid;
+        // The live records per source: this port's GID and LIDs, as a rule.
+        std::map<sa::Gid, std::size_t> sgids;
+        std::map<std::uint16_t, std::size_t> slids;
         Clock::time_point expires;
         Clock::time_point fetched;
         mutable bool used = false; // match() found a record in it since it came
     };
-    void index(Table& t);
+    // Drops the removed records and builds the index of the rest.
+    static void index(Table& t);
+    // Removes the live record `i`: marked removed, out of the index and the counts.
+    static void remove(Table& t, std::size_t i);
+    // Removes, in one pass and a new index, every record `names` selects; returns how many.
+    template <class Names> static std::size_t remove_all(Table& t, Names names);
+    static bool same_records(const Table& t, const std::vector<Record>& records);
 
     std::map<std::optional<std::uint16_t>, Table> tables_;
 };

@@ -73,13 +73,13 @@ void Coherence::shutdown(std::function<void()> done) {
 bool Coherence::is_stale(const cache::PathQueryKey& key, const cache::PathAnswer& answer) const {
     if (out_of_service_.empty() || answer.negative())
         return false;
-    return std::any_of(out_of_service_.begin(), out_of_service_.end(),
-                       [&](const sa::Gid& g) { return cache::answer_involves(key, answer, g); });
+    // Each GID the answer names looked up, not each GID out of service (a leaf switch's worth).
+    return cache::any_gid_named(key, answer.records,
+                                [&](const sa::Gid& g) { return out_of_service_.contains(g); });
 }
 
 std::size_t Coherence::invalidate_gid(const sa::Gid& gid) {
-    const auto n = parts_.cache.erase_if(
-        [&](const auto& k, const auto& a) { return cache::answer_involves(k, a, gid); });
+    const auto n = parts_.cache.erase_naming_gid(gid);
     parts_.counters.invalidated_entries += n;
     return n;
 }
@@ -101,9 +101,8 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
         // "No such path" answers about it are wrong now, and so is any table that lacks it.
         // So is a positive answer stored while it was away (a miss or refresh in flight at
         // trap 65, or trap 65 itself missed): the port may be back with another LID, MTU or rate.
-        const auto n = cache.erase_if([&](const auto& k, const auto& a) {
-            return k.method == mad::method::kGetTable || cache::answer_involves(k, a, gid);
-        }) + parts_.preload.erase_gid(gid);
+        const auto n =
+            cache.erase_tables() + cache.erase_naming_gid(gid) + parts_.preload.erase_gid(gid);
         parts_.counters.invalidated_entries += n;
         // Nothing is asked again: a port joining anywhere must not cost the master a query
         // from every node. Paths to it miss the preload table and read through when asked.
@@ -122,14 +121,7 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
         // The issuing port changed: answers about paths to and from it are dropped and asked
         // again when next used (refreshing them all at once would be a burst per event).
         const auto lid = notice.issuer_lid;
-        const auto n = cache.erase_if([&](const auto&, const auto& a) {
-            for (std::size_t off = 0; off + sa::PathRecord::kSize <= a.records.size();
-                 off += sa::PathRecord::kSize)
-                if (mad::load_be16(a.records, off + sa::pr_offset::kDlid) == lid ||
-                    mad::load_be16(a.records, off + sa::pr_offset::kSlid) == lid)
-                    return true;
-            return false;
-        });
+        const auto n = cache.erase_naming_lid(lid);
         parts_.counters.invalidated_entries += n;
         const auto p = parts_.preload.erase_lid(lid);
         spdlog::info("trap {} from LID {}: {} cached answers and {} preloaded paths dropped",

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <set>
 #include <string>
+#include <unordered_set>
 
 namespace localsa::coherence {
 
@@ -71,7 +71,7 @@ private:
     Parts parts_;
     CoherenceConfig config_;
     // GIDs the master reported out of service and not back yet (the preloader reads it).
-    std::set<sa::Gid> out_of_service_;
+    std::unordered_set<sa::Gid, sa::GidHash> out_of_service_;
     Subscriptions subscriptions_;
     Preloader preloader_;
     Refresher refresher_;

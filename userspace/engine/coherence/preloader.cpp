@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 namespace localsa::coherence {
 
@@ -16,7 +17,8 @@ using namespace std::chrono_literals;
 Preloader::Preloader(boost::asio::any_io_executor executor, Clock& clock,
                      transport::MadTransport& transport, upstream::UpstreamClient& upstream,
                      cache::PreloadTable& table, sa::PathRecordService& path_records,
-                     Counters& counters, const std::set<sa::Gid>& out_of_service,
+                     Counters& counters,
+                     const std::unordered_set<sa::Gid, sa::GidHash>& out_of_service,
                      PreloaderConfig config)
     : clock_(clock), transport_(transport), upstream_(upstream), table_(table),
       path_records_(path_records), counters_(counters), out_of_service_(out_of_service),

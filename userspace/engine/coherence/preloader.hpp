@@ -18,8 +18,8 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace localsa::coherence {
@@ -37,7 +37,8 @@ public:
     Preloader(boost::asio::any_io_executor executor, Clock& clock,
               transport::MadTransport& transport, upstream::UpstreamClient& upstream,
               cache::PreloadTable& table, sa::PathRecordService& path_records, Counters& counters,
-              const std::set<sa::Gid>& out_of_service, PreloaderConfig config);
+              const std::unordered_set<sa::Gid, sa::GidHash>& out_of_service,
+              PreloaderConfig config);
 
     bool enabled() const { return config_.enabled; }
     // Preloads after a random delay in the spread window (the start).
@@ -72,7 +73,7 @@ private:
     cache::PreloadTable& table_;
     sa::PathRecordService& path_records_;
     Counters& counters_;
-    const std::set<sa::Gid>& out_of_service_;
+    const std::unordered_set<sa::Gid, sa::GidHash>& out_of_service_;
     PreloaderConfig config_;
     Timer timer_;
     Timer renew_timer_;
