@@ -226,15 +226,46 @@ eq "and did not go to the target" "$(count '^SLOW ' $SMLOG)" "$s0"
 kill -HUP $relay
 check "SM LID 1 again" wait_for 10 bash -c "grep '^PORT' $SMLOG | tail -n1 | grep -q sm_lid=1"
 
-# 13. the device goes away while the port probes a gone target
+# 12b. a query whose try at the target ends after a port event took the SM away (SM LID
+#      0) does not fall back to LID 0: it fails
+echo 3000 >$P/sa_redirect_timeout_ms
+echo 4000 >/sys/module/localsa_test/parameters/timeout_ms
+echo '*:*=0x9' >$P/sa_redirect
+d0=$(count 'DROP dlid=0x9 .*attr=0x0035' $SMLOG) z0=$(count ' dlid=0x0 ' $SMLOG)
+path >$W/nosm.out &
+pq=$!
+check "the query is at 0x9" wait_for 5 bash -c "[[ \$(grep -c 'DROP dlid=0x9 .*attr=0x0035' $SMLOG) -gt $d0 ]]"
+kill -HUP $relay
+check "SM LID 0 during its try" wait_for 10 bash -c "grep '^PORT' $SMLOG | tail -n1 | grep -q sm_lid=0"
+wait $pq
+check "the query fails ($(cat $W/nosm.out))" bash -c "! grep -q '^status=0 ' $W/nosm.out"
+eq "nothing was sent to LID 0" "$(count ' dlid=0x0 ' $SMLOG)" "$z0"
+kill -HUP $relay
+check "SM LID 1 again" wait_for 10 bash -c "grep '^PORT' $SMLOG | tail -n1 | grep -q sm_lid=1"
+echo 200 >$P/sa_redirect_timeout_ms
+echo 1000 >/sys/module/localsa_test/parameters/timeout_ms
+
+# 13. the device goes away while the port probes a gone target, and while a probe of a
+#     silent target is in flight: the flushed probe says nothing about the target
 echo '*:*=0xb' >$P/sa_redirect
 path >/dev/null
 check "fallback to the SM again" wait_for 10 state_is fallback
 cat "$(dbg)"
+probed_more() { [[ "$(field 6)" -gt $1 ]]; }
+echo '*:*=0x9' >$P/sa_redirect
+n9=$(lost_logged 0x9) p0=$(field 6)
+path >/dev/null
+check "a probe of 0x9 is in flight" wait_for 5 probed_more "$p0"
 check "localsa_test unloads" rmmod localsa_test
 kill $relay
 wait $relay 2>/dev/null
+inflight=$(field 3)
 check "simhca unloads while probes are pending" rmmod simhca
+if [[ "$inflight" == redirect ]]; then
+    eq "the flushed probe is not logged as 'does not answer'" "$(lost_logged 0x9)" "$n9"
+else
+    echo "skip - the probe of 0x9 ended before the removal (state '$inflight')"
+fi
 check "no kernel warning or oops" bash -c "! dmesg | grep -E 'BUG:|WARNING:|Oops|INFO: task|UBSAN|KASAN'"
 echo "sa_redirect_failopen: $pass passed, $fail failed"
 ((fail == 0))
