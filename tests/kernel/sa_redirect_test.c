@@ -387,7 +387,7 @@ static void test_doubts(void)
 	CHECK(!ib_sa_redirect_doubts(IB_SA_REDIRECT_ANSWERED), "an answer doubted");
 }
 
-/* a probe flushed by the removal of the port says nothing about the target */
+/* a probe flushed by the removal of the port, or not sent, says nothing */
 static void test_probe_result(void)
 {
 	CHECK(ib_sa_redirect_probe_result(true, 0, 0) == IB_SA_REDIRECT_PROBE_ALIVE,
@@ -400,6 +400,8 @@ static void test_probe_result(void)
 	      IB_SA_REDIRECT_PROBE_GONE, "a probe that timed out");
 	CHECK(ib_sa_redirect_probe_result(false, -EINTR, 0) ==
 	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a flushed probe taken for a verdict");
+	CHECK(ib_sa_redirect_probe_result(false, -EIO, 0) ==
+	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a probe whose send failed taken for a verdict");
 }
 
 /* a refusal proves "not processed" only for a try that was not retried */

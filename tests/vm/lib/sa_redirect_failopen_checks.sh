@@ -183,10 +183,12 @@ check "a path query then goes to the SM ($r)" grep -q '^status=0 ' <<<"$r"
 # a try of 4 s at the target (the caller gives 5 s): the table changes well within it
 echo 4000 >$P/sa_redirect_timeout_ms
 echo 5000 >/sys/module/localsa_test/parameters/timeout_ms
+# the periodic probe of the gone 0x9 would probe it again at once and, on a slow guest,
+# find it silent before the query below is sent: stop it first (as in 9.)
+echo '' >$P/sa_redirect
+sleep 2
+eq "no target: no probe queued any more" "$(field 6)" "$(sleep 1.5; field 6)"
 echo '*:*=0x9' >$P/sa_redirect
-# the periodic probe of the gone 0x9 that was already queued runs once more (it is sent
-# within sa_redirect_probe_ms, 1 s, and is stale by the time it ends)
-sleep 1.5
 n9=$(lost_logged 0x9)
 fb=$(field 5) pr=$(field 6) d0=$(count 'DROP dlid=0x9 .*attr=0x0035' $SMLOG)
 path >$W/stale.out &
@@ -252,20 +254,28 @@ path >/dev/null
 check "fallback to the SM again" wait_for 10 state_is fallback
 cat "$(dbg)"
 probed_more() { [[ "$(field 6)" -gt $1 ]]; }
+# the periodic probe of the gone 0xb would probe 0x9 at once: stop it first (as in 9.)
+echo '' >$P/sa_redirect
+sleep 2
+eq "no target: no probe queued any more" "$(field 6)" "$(sleep 1.5; field 6)"
 echo '*:*=0x9' >$P/sa_redirect
 n9=$(lost_logged 0x9) p0=$(field 6)
 path >/dev/null
 check "a probe of 0x9 is in flight" wait_for 5 probed_more "$p0"
+echo "failopen: probe seen" >/dev/kmsg
 check "localsa_test unloads" rmmod localsa_test
 kill $relay
 wait $relay 2>/dev/null
 inflight=$(field 3)
+echo "failopen: removing simhca" >/dev/kmsg
 check "simhca unloads while probes are pending" rmmod simhca
-if [[ "$inflight" == redirect ]]; then
-    eq "the flushed probe is not logged as 'does not answer'" "$(lost_logged 0x9)" "$n9"
-else
-    echo "skip - the probe of 0x9 ended before the removal (state '$inflight')"
-fi
+echo "failopen: simhca removed" >/dev/kmsg
+# Not a check: the removal can outlast the probe's 3 s (20 s on a loaded TCG guest, the
+# probe's tries stretched), and a probe that timed out first is rightly logged. The flushed
+# probe's "no verdict" is tested by the KUnit and user-space tests of the decisions.
+dmesg | grep -E 'failopen: |LID 0x9 (does not|answers)' | tail -n 4
+echo "info - state before the removal '$inflight'; 'does not answer' for 0x9 logged" \
+    "$(($(lost_logged 0x9) - n9)) time(s) since the probe was seen"
 check "no kernel warning or oops" bash -c "! dmesg | grep -E 'BUG:|WARNING:|Oops|INFO: task|UBSAN|KASAN'"
 echo "sa_redirect_failopen: $pass passed, $fail failed"
 ((fail == 0))
