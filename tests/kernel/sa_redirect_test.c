@@ -307,8 +307,10 @@ static void test_refused(void)
 /* which redirected requests may go to the SM, after what */
 static void test_resend(void)
 {
-	static const u8 gets[] = { 0x01, 0x12, 0x13, 0x14 };
-	static const u8 others[] = { 0x02, 0x15, 0x06, 0x05, 0x07 };
+	/* ib_sa sends Get, Set and Delete; only a Get is asked again */
+	static const u8 gets[] = { 0x01 };
+	static const u8 others[] = { 0x02, 0x15 };
+	static const u8 unsent[] = { 0x12, 0x13, 0x14 };
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(gets); i++) {
@@ -333,6 +335,73 @@ static void test_resend(void)
 		CHECK(!ib_sa_redirect_may_resend(others[i], IB_SA_REDIRECT_ANSWERED),
 		      "answered method 0x%02x resent", others[i]);
 	}
+	/* no code for methods ib_sa never sends (GetTable, GetTraceTable, GetMulti) */
+	for (i = 0; i < ARRAY_SIZE(unsent); i++)
+		CHECK(!ib_sa_redirect_is_get(unsent[i]),
+		      "0x%02x, never sent by ib_sa, taken for a Get", unsent[i]);
+}
+
+/*
+ * Whether a query goes to the SM, and what its caller is told if not: -EINTR
+ * when cancelled or the port goes away, whatever the outcome (a refused query
+ * blocked by the removal got -EIO); never a fallback to an SM without a
+ * unicast LID (one built after a port event, DLID 0)
+ */
+static void test_to_sm(void)
+{
+	enum ib_wc_status st = IB_WC_SUCCESS;
+
+	CHECK(ib_sa_redirect_to_sm(0x02, IB_SA_REDIRECT_REFUSED, false, true, &st),
+	      "a refused Set not sent to the SM");
+	CHECK(ib_sa_redirect_to_sm(0x01, IB_SA_REDIRECT_TIMED_OUT, false, true, &st),
+	      "a timed out Get not sent to the SM");
+	CHECK(ib_sa_redirect_to_sm(0x15, IB_SA_REDIRECT_HUNG, false, true, &st),
+	      "a Delete to a hung target not sent to the SM");
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x02, IB_SA_REDIRECT_REFUSED, true, true, &st) &&
+	      st == IB_WC_WR_FLUSH_ERR, "refused, port going away: status %d, not -EINTR", st);
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x01, IB_SA_REDIRECT_TIMED_OUT, true, true, &st) &&
+	      st == IB_WC_WR_FLUSH_ERR, "cancelled Get: status %d", st);
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x01, IB_SA_REDIRECT_TIMED_OUT, false, false, &st) &&
+	      st == IB_WC_RESP_TIMEOUT_ERR, "Get, no valid SM: status %d", st);
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x02, IB_SA_REDIRECT_HUNG, false, false, &st) &&
+	      st == IB_WC_RESP_TIMEOUT_ERR, "Set to a hung target, no valid SM: status %d", st);
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x01, IB_SA_REDIRECT_REFUSED, false, false, &st) &&
+	      st == IB_WC_GENERAL_ERR, "refused Get, no valid SM: status %d", st);
+	st = IB_WC_SUCCESS;
+	CHECK(!ib_sa_redirect_to_sm(0x02, IB_SA_REDIRECT_TIMED_OUT, false, true, &st) &&
+	      st == IB_WC_RESP_TIMEOUT_ERR, "timed out Set at a live target: status %d", st);
+}
+
+/* a failed send never reached the target: no reason to probe it */
+static void test_doubts(void)
+{
+	CHECK(ib_sa_redirect_doubts(IB_SA_REDIRECT_REFUSED), "a refusal not doubted");
+	CHECK(ib_sa_redirect_doubts(IB_SA_REDIRECT_TIMED_OUT), "a timeout not doubted");
+	CHECK(!ib_sa_redirect_doubts(IB_SA_REDIRECT_SEND_FAILED),
+	      "a target never contacted is probed");
+	CHECK(!ib_sa_redirect_doubts(IB_SA_REDIRECT_ANSWERED), "an answer doubted");
+}
+
+/* a probe flushed by the removal of the port, or not sent, says nothing */
+static void test_probe_result(void)
+{
+	CHECK(ib_sa_redirect_probe_result(true, 0, 0) == IB_SA_REDIRECT_PROBE_ALIVE,
+	      "an answered probe");
+	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x0300)) ==
+	      IB_SA_REDIRECT_PROBE_ALIVE, "an SA's error answer");
+	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x000c)) ==
+	      IB_SA_REDIRECT_PROBE_GONE, "a refused probe");
+	CHECK(ib_sa_redirect_probe_result(false, -ETIMEDOUT, 0) ==
+	      IB_SA_REDIRECT_PROBE_GONE, "a probe that timed out");
+	CHECK(ib_sa_redirect_probe_result(false, -EINTR, 0) ==
+	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a flushed probe taken for a verdict");
+	CHECK(ib_sa_redirect_probe_result(false, -EIO, 0) ==
+	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a probe whose send failed taken for a verdict");
 }
 
 /* a refusal proves "not processed" only for a try that was not retried */
@@ -375,6 +444,9 @@ int main(void)
 	test_resend();
 	test_not_processed();
 	test_hung();
+	test_to_sm();
+	test_doubts();
+	test_probe_result();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

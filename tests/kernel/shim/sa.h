@@ -28,6 +28,24 @@ enum ib_sa_redirect_outcome {
 	IB_SA_REDIRECT_PARKED,
 };
 
+enum ib_sa_redirect_probe_result {
+	IB_SA_REDIRECT_PROBE_ALIVE,
+	IB_SA_REDIRECT_PROBE_GONE,
+	IB_SA_REDIRECT_PROBE_UNKNOWN,
+};
+
+/* <rdma/ib_verbs.h>: the completion statuses a query's end is told with */
+enum ib_wc_status {
+	IB_WC_SUCCESS,
+	IB_WC_LOC_LEN_ERR,
+	IB_WC_LOC_QP_OP_ERR,
+	IB_WC_LOC_EEC_OP_ERR,
+	IB_WC_LOC_PROT_ERR,
+	IB_WC_WR_FLUSH_ERR,
+	IB_WC_RESP_TIMEOUT_ERR = 15,
+	IB_WC_GENERAL_ERR = 21,
+};
+
 /* from the 6.12 series' KUnit patch on, the table's types are in sa.h */
 #ifdef SHIM_SA_H_REDIRECT_TYPES
 #define IB_SA_REDIRECT_MAX_ENTRIES	16
@@ -56,6 +74,11 @@ bool ib_sa_redirect_is_get(u8 method);
 bool ib_sa_redirect_refused(__be16 status);
 bool ib_sa_redirect_not_processed(u8 method, int retries, __be16 status);
 bool ib_sa_redirect_may_resend(u8 method, enum ib_sa_redirect_outcome outcome);
+bool ib_sa_redirect_to_sm(u8 method, enum ib_sa_redirect_outcome outcome,
+			  bool cancelled, bool sm_valid, enum ib_wc_status *status);
+bool ib_sa_redirect_doubts(enum ib_sa_redirect_outcome outcome);
+enum ib_sa_redirect_probe_result
+ib_sa_redirect_probe_result(bool answered, int status, __be16 mad_status);
 void ib_sa_redirect_start(void);
 void ib_sa_redirect_changed(void);
 #endif
