@@ -626,8 +626,7 @@ TEST_CASE("a refresh answered ERR_REQ_INVALID_GID drops the answer at once", "[c
     }
 }
 
-TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
-          "[preload][wrong]") {
+TEST_CASE("a Get naming no SGID is not answered from the preload", "[preload][wrong]") {
     cache::PreloadTable t;
     const auto now = SteadyClock{}.now();
     t.replace(std::nullopt, table_records({{0x100005, 8}}), now + 1min);
@@ -638,7 +637,9 @@ TEST_CASE("a Get naming neither SGID nor SLID is not answered from the preload",
     r.sgid = gid(0x100003);
     CHECK(t.match(r.bytes(), kDgid | kSgid, gid(0x100003), now));
     r.slid = kOwnLid;
-    CHECK(t.match(r.bytes(), kDgid | kSlid, gid(0x100003), now));
+    CHECK(t.match(r.bytes(), kDgid | kSgid | kSlid, gid(0x100003), now));
+    // SLID alone: the master's SGID is the port's first alias GUID, maybe not the port GUID.
+    CHECK_FALSE(t.match(r.bytes(), kDgid | kSlid, gid(0x100003), now));
 }
 
 TEST_CASE("a PathRecord to a multicast DGID is relayed, never cached", "[wrong]") {

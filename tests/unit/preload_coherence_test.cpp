@@ -129,6 +129,41 @@ TEST_CASE("with LMC 1 a Get of an off-diagonal LID pair gets Preference 0, as fr
     CHECK(r.preference == 0);
 }
 
+TEST_CASE("a Get naming SLID but no SGID goes to the master, whose SGID is the port's first "
+          "alias GUID",
+          "[preload][wrong]") {
+    // OpenSM (osm_pr_rcv_process): SLID without SGID gives a source port, no alias GUID; it
+    // then walks its alias GUID table (the port GUID is one of them) and takes the first GUID
+    // of that port that yields a path; pr_rcv_build_pr sets the SGID from it. With alias GUIDs
+    // that is not the port GUID the table (asked with SGID = port GID) carries.
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    sa.coherence_parts().preload.replace(std::nullopt, table_records({{0x100005, 8}}),
+                                         clock.now() + 1min, clock.now());
+    auto req = path_request(0x42, 0x100005);
+    mad::store_be64(req, mad::offset::kCompMask,
+                    sa::pr_mask::kSlid | sa::pr_mask::kDgid | sa::pr_mask::kReversible |
+                        sa::pr_mask::kNumbPath);
+    std::fill_n(req.begin() + 56 + sa::pr_offset::kSgid, 16, 0);
+    mad::store_be16(req, 56 + sa::pr_offset::kSlid, kOwnLid);
+    sa.dispatch(from_lid(kOwnLid, req));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    CHECK(up[0].to.lid == kSmLid);
+    CHECK(sa.counters().pr_preload_hits == 0);
+    // The master's answer, from the alias 0x200003 of this port: relayed as it is.
+    auto answer = master_path_answer(up[0].bytes, 8);
+    const auto alias = gid(0x200003);
+    std::copy(alias.raw.begin(), alias.raw.end(), answer.begin() + 56 + sa::pr_offset::kSgid);
+    sa.dispatch(from_lid(kSmLid, answer));
+    auto sent = transport.take();
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].to.lid == kOwnLid);
+    CHECK(sa::PathRecord::unpack(mad::Bytes{sent[0].bytes}.subspan(56)).sgid == alias);
+}
+
 TEST_CASE("Gets are served from the preload table without the master", "[preload]") {
     boost::asio::io_context io;
     ManualClock clock{io};

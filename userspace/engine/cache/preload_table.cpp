@@ -186,9 +186,12 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return std::nullopt;
     if (!(mask & (kDgid | kDlid)))
         return std::nullopt; // not one destination: a table question, for the master
-    if (!(mask & (kSgid | kSlid)))
-        return std::nullopt; // no source named: the master picks the sources
-    if ((mask & kSgid) && std::memcmp(req.data() + pr_offset::kSgid, own.raw.data(), 16) != 0)
+    // No SGID: the master picks the source's GUID. Without SLID it walks every port; with it,
+    // OpenSM (osm_pr_rcv_process) takes the first of that port's GUIDs in its alias GUID table,
+    // which with alias GUIDs need not be the port GUID the table's records carry.
+    if (!(mask & kSgid))
+        return std::nullopt;
+    if (std::memcmp(req.data() + pr_offset::kSgid, own.raw.data(), 16) != 0)
         return std::nullopt;
     if ((mask & kNumbPath) && (req[pr_offset::kReversibleNumbPath] & 0x7f) == 0)
         return std::nullopt;

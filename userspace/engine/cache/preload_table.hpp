@@ -48,10 +48,11 @@ public:
 
     // The one record that answers SubnAdmGet(PathRecord) with this mask and record, asked by
     // the port whose GID is `own`; nullopt when the table cannot answer with certainty. The Get
-    // must name its source (SGID or SLID): without one, which sources to take is the master's
-    // choice. `fetched`, if given, receives when the master sent the table. `count_use`: false
-    // for the refresh of an answer taken from the table, which is no demand of its own.
-    // A table fetched before `fetched_since` does not answer (nor count the use).
+    // must name its source by SGID: without one, the master chooses the source GUID (with SLID
+    // only, the port's first alias GUID in its table). `fetched`, if given, receives when the
+    // master sent the table. `count_use`: false for the refresh of an answer taken from the table,
+    // which is no demand of its own. A table fetched before `fetched_since` does not answer (nor
+    // count the use).
     std::optional<Record> match(mad::Bytes request_record, std::uint64_t comp_mask,
                                 const sa::Gid& own, Clock::time_point now,
                                 Clock::time_point* fetched = nullptr, bool count_use = true,
