@@ -316,6 +316,44 @@ TEST_CASE("coherence: trap 64 drops what was stored about the GID while it was o
     CHECK(sa.counters().stale_served == 0);
 }
 
+TEST_CASE("coherence: trap 64 drops a \"no such path\" that may be about the returning port",
+          "[coherence]") {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    // While the port of GID 0x100007 (LID 11) is away, a Get by its LID finds no path: OpenSM
+    // answers NO_RECORDS (no port has that DLID), kept for the negative TTL. The question names
+    // no GID of that port.
+    auto by_lid = path_request(1, 0);
+    mad::store_be64(by_lid, mad::offset::kCompMask,
+                    sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kNumbPath);
+    mad::store_be16(by_lid, 56 + sa::pr_offset::kDlid, 11);
+    sa.dispatch(from_lid(kOwnLid, by_lid));
+    auto up = transport.take();
+    REQUIRE(up.size() == 1);
+    sa.dispatch(from_lid(kSmLid, master_status_answer(up[0].bytes, mad::status::kSaNoRecords)));
+    REQUIRE(transport.take().size() == 1);
+    mad::set_tid(by_lid, 2);
+    sa.dispatch(from_lid(kOwnLid, by_lid));
+    auto hit = transport.take();
+    REQUIRE(hit.size() == 1);
+    REQUIRE(hit[0].to.lid == kOwnLid); // the negative answer is served from the cache
+    // The port comes back (on LID 11): its "no such path" is no longer the master's answer.
+    master_reports(sa, transport, sa::trap::kGidInService, 0x100007, 0x700);
+    mad::set_tid(by_lid, 3);
+    sa.dispatch(from_lid(kOwnLid, by_lid));
+    auto again = transport.take();
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].to.lid == kSmLid);
+}
+
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
     ManualClock clock{io};

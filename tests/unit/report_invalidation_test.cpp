@@ -136,8 +136,13 @@ bool report_drops(std::uint16_t trap, const sa::Gid& g, std::uint16_t lid,
     case sa::trap::kMcGroupCreated:
     case sa::trap::kMcGroupDeleted:
         return cache::answer_involves(k, a, g);
-    case sa::trap::kGidInService:
-        return k.method == mad::method::kGetTable || cache::answer_involves(k, a, g);
+    case sa::trap::kGidInService: {
+        // A "no such path" that does not name both ends by GID may be about the port back.
+        const bool open_negative = a.records.empty() && k.method == mad::method::kGet &&
+                                   (k.comp_mask & (kSgid | kDgid)) != (kSgid | kDgid);
+        return k.method == mad::method::kGetTable || open_negative ||
+               cache::answer_involves(k, a, g);
+    }
     case sa::trap::kCapabilityMaskChange:
     case sa::trap::kSystemImageGuidChange:
         return names_lid(a, lid);
@@ -191,7 +196,8 @@ TEST_CASE("reports: trap 65 drops every answer that names the GID, wherever, and
     CHECK(port.sa.counters().invalidated_entries == 6);
 }
 
-TEST_CASE("reports: trap 64 drops every GetTable answer and the answers about the GID",
+TEST_CASE("reports: trap 64 drops every GetTable answer, every \"no such path\" by LID and the "
+          "answers about the GID",
           "[coherence][reports]") {
     ReportedPort port;
     const auto own = 0x100003ULL, back = 0x200007ULL, other = 0x200005ULL;
@@ -207,9 +213,14 @@ TEST_CASE("reports: trap 64 drops every GetTable answer and the answers about th
     port.store(kept, answer_of({path(own, other, kOwnLid, 8)}));
     const auto kept_negative = key_of(path(own, other, 0, 0), kByGids | kSl);
     port.store(kept_negative, answer_of({}, mad::status::kSaNoRecords));
+    // "No such path" by LID: the port may be back on that LID.
+    const auto negative_by_lid = key_of(path(own, 0, 0, 11), kSgid | kDlid);
+    port.store(negative_by_lid, answer_of({}, mad::status::kSaNoRecords));
+    const auto negative_from_lid = key_of(path(0, other, 11, 0), kSlid | kDgid);
+    port.store(negative_from_lid, answer_of({}, mad::status::kSaNoRecords));
 
     port.report(sa::trap::kGidInService, gid(back));
-    for (const auto& k : {about, negative, table, empty_table})
+    for (const auto& k : {about, negative, table, empty_table, negative_by_lid, negative_from_lid})
         CHECK_FALSE(port.has(k));
     CHECK(port.has(kept));
     CHECK(port.has(kept_negative));

@@ -90,8 +90,8 @@ struct PathCache::Subjects {
     std::array<std::uint16_t, 2> lids{};
     std::uint8_t gid_count = 0;
     std::uint8_t lid_count = 0;
-    // A GetTable answer, or one naming more than two GIDs or LIDs: listed apart (the lists
-    // above may then be incomplete).
+    // A GetTable answer, an open negative one, or one naming more than two GIDs or LIDs:
+    // listed apart (the lists above may then be incomplete).
     bool unmentioned = false;
 
     bool operator==(const Subjects&) const = default;
@@ -702,7 +702,7 @@ std::uint32_t PathCache::tag_of(const Subject& s) {
 
 PathCache::Subjects PathCache::subjects_of(const PathQueryKey& key, mad::Bytes records) {
     Subjects s;
-    if (key.method == mad::method::kGetTable) {
+    if (key.method == mad::method::kGetTable || open_negative(key, records)) {
         s.unmentioned = true; // trap 64 drops them all: they are listed whatever they name
         return s;
     }
@@ -876,11 +876,14 @@ std::size_t PathCache::erase_naming_lid(std::uint16_t lid) {
     });
 }
 
-std::size_t PathCache::erase_tables() {
+std::size_t PathCache::erase_tables_and_open_negatives() {
     std::vector<std::uint32_t> doomed;
-    for (const auto n : unmentioned_)
-        if (shapes_[entry(n).shape & ~kOutOfLine].method == mad::method::kGetTable)
+    for (const auto n : unmentioned_) {
+        const auto& e = entry(n);
+        if (shapes_[e.shape & ~kOutOfLine].method == mad::method::kGetTable ||
+            open_negative(key_of(e), view_of(e).records))
             doomed.push_back(n);
+    }
     for (const auto n : doomed)
         erase_stored(n);
     return doomed.size();
@@ -888,6 +891,12 @@ std::size_t PathCache::erase_tables() {
 
 bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid) {
     return any_gid_named(key, answer.records, [&](const sa::Gid& g) { return g == gid; });
+}
+
+bool open_negative(const PathQueryKey& key, mad::Bytes records) {
+    constexpr auto kBothGids = sa::pr_mask::kSgid | sa::pr_mask::kDgid;
+    return records.empty() && key.method == mad::method::kGet &&
+           (key.comp_mask & kBothGids) != kBothGids;
 }
 
 bool records_name_lid(mad::Bytes records, std::uint16_t lid) {

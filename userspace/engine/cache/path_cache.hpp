@@ -19,8 +19,8 @@
 // of the cache. A GID or LID named by more than kMaxMentions entries (this port's own GID and
 // LID, which nearly every answer names) is not mentioned but counted: a Report about it scans
 // the cache, which it mostly empties. Entries that name more than two GIDs or LIDs, and the
-// answers to GetTable (which trap 64 drops whatever they name), are listed apart and checked by
-// every Report.
+// answers to GetTable and the open "no such path" answers (which trap 64 drops whatever they
+// name), are listed apart and checked by every Report.
 #pragma once
 
 #include "engine/clock.hpp"
@@ -123,8 +123,9 @@ public:
     std::size_t erase_naming_gid(const sa::Gid& gid);
     // Removes every answer with a record from or to `lid` (its SLID or DLID); returns how many.
     std::size_t erase_naming_lid(std::uint16_t lid);
-    // Removes every answer to a GetTable; returns how many.
-    std::size_t erase_tables();
+    // Removes every answer to a GetTable and every open "no such path" (open_negative): what a
+    // port coming back may change whatever GID it names; returns how many.
+    std::size_t erase_tables_and_open_negatives();
     void clear();
     std::size_t size() const { return size_; }
     void for_each(const std::function<void(const PathQueryKey&, const PathAnswer&)>& fn) const;
@@ -162,8 +163,8 @@ public:
     std::size_t mention_capacity() const { return mentions_.size(); }
     // GIDs and LIDs named by so many entries that they are counted, not mentioned.
     std::size_t widespread() const { return widespread_.size(); }
-    // Entries every Report checks: GetTable answers, and answers naming more than two GIDs or
-    // LIDs.
+    // Entries every Report checks: GetTable answers, open negative answers, and answers naming
+    // more than two GIDs or LIDs.
     std::size_t unmentioned_entries() const { return unmentioned_.size(); }
 
     // More entries than this naming one GID or LID make it widespread (see the top).
@@ -286,6 +287,9 @@ template <class Fn> bool any_gid_named(const PathQueryKey& key, mad::Bytes recor
 
 // True when the key or any record of the answer names `gid` as source or destination.
 bool answer_involves(const PathQueryKey& key, const PathAnswer& answer, const sa::Gid& gid);
+// True for a "no such path" to a Get that does not name both ends by GID (by a LID, say): it
+// may be about any port, also one whose GID it does not name.
+bool open_negative(const PathQueryKey& key, mad::Bytes records);
 // True when a record names `lid` as its SLID or DLID.
 bool records_name_lid(mad::Bytes records, std::uint16_t lid);
 

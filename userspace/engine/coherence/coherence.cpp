@@ -98,11 +98,13 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
     }
     case sa::trap::kGidInService: {
         out_of_service_.erase(gid);
-        // "No such path" answers about it are wrong now, and so is any table that lacks it.
-        // So is a positive answer stored while it was away (a miss or refresh in flight at
-        // trap 65, or trap 65 itself missed): the port may be back with another LID, MTU or rate.
-        const auto n =
-            cache.erase_tables() + cache.erase_naming_gid(gid) + parts_.preload.erase_gid(gid);
+        // "No such path" answers about it are wrong now: those that name it, and those that
+        // name a port by LID or not at all (it may be back on that LID); so is any table that
+        // lacks it. So is a positive answer stored while it was away (a miss or refresh in
+        // flight at trap 65, or trap 65 itself missed): the port may be back with another LID,
+        // MTU or rate.
+        const auto n = cache.erase_tables_and_open_negatives() + cache.erase_naming_gid(gid) +
+                       parts_.preload.erase_gid(gid);
         parts_.counters.invalidated_entries += n;
         // Nothing is asked again: a port joining anywhere must not cost the master a query
         // from every node. Paths to it miss the preload table and read through when asked.
