@@ -65,7 +65,7 @@ struct FleetParams {
     bool routing_epoch = true;
     // The nodes preload their tables (localsad's default: the whole table per PKey), or not
     // (off: every path is read through the cache on use). At N = 16,384 a whole table is
-    // ~3.3 MB per node: the fleet runs there with the preload off until preload is shaped by use.
+    // ~2.5 MB per node: the fleet runs there with the preload off until preload is shaped by use.
     bool preload = true;
     // Memory per simulated node at most (issue 25: 200 KB), for --check: the scenario's peak
     // RSS above the process's before the fleet was built, per node.

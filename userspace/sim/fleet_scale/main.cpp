@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         "preload", po::value(&preload)->default_value(preload),
         "on: the nodes preload their tables (localsad's default: the whole table per PKey); "
         "off: no preload, every path read through the cache on use (N = 16,384: a whole table "
-        "is ~3.3 MB per node)")(
+        "is ~2.5 MB per node)")(
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
         "--check at N >= 256: memory per simulated node at most (issue 25: 200 KB)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
