@@ -17,7 +17,8 @@ for s in d["scenarios"]:
                  "without_localsa.dropped", "without_localsa.peak_over_capacity",
                  "without_localsa.worst_client_wait_s", "clients.worst_wait_s",
                  "master_capacity.records_per_s", "master_capacity.transactions_per_s",
-                 "master_capacity.queue", "master_capacity.source", "memory.max_rss_kb_per_node"):
+                 "master_capacity.queue", "master_capacity.source", "memory.max_rss_kb_per_node",
+                 "memory.rss_per_node_bytes", "memory.limit_per_node_bytes"):
         v = s
         for k in path.split("."):
             v = v.get(k) if isinstance(v, dict) else None

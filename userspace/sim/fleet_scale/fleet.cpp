@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <malloc.h>
 #include <random>
 #include <sys/resource.h>
 
@@ -34,6 +35,24 @@ long rss_kb() {
     std::string line;
     while (std::getline(f, line))
         if (line.rfind("VmRSS:", 0) == 0)
+            return std::stol(line.substr(6));
+    return 0;
+}
+
+// The process's peak resident memory (VmHWM) restarts from its present RSS (Linux >= 4.0);
+// false where /proc/self/clear_refs cannot be written.
+bool reset_peak_rss() {
+    std::ofstream f("/proc/self/clear_refs");
+    f << "5\n";
+    f.flush();
+    return static_cast<bool>(f);
+}
+
+long peak_rss_kb() {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind("VmHWM:", 0) == 0)
             return std::stol(line.substr(6));
     return 0;
 }
@@ -123,6 +142,11 @@ Fleet::Fleet(FleetParams params)
       t0_(clock_.now() + std::chrono::duration_cast<Clock::duration>(p_.warmup)),
       master_(kFirstSmLid), queue_(p_.master) {
     p_.coherence.routing_epoch = p_.routing_epoch;
+    p_.coherence.preload = p_.preload;
+    // The scenario's own peak: what earlier fleets left in malloc goes back, the peak restarts.
+    ::malloc_trim(0);
+    peak_reset_ = reset_peak_rss();
+    rss_before_kb_ = rss_kb();
     // The plugin's first epoch: distinct across SM restarts (its start time << 20).
     if (p_.routing_epoch)
         master_.set_routing_epoch(std::uint64_t{0x6000'0000} << 20);
@@ -164,23 +188,46 @@ void Fleet::at(std::int64_t due_us, std::function<void()> action) {
 
 void Fleet::run_until(std::int64_t end_us) {
     const auto to_time = [&](std::int64_t us) { return t0_ + std::chrono::microseconds{us}; };
+    // The next of the driver's events: a pending action or a fail-open, in (due, seq) order.
+    const auto next_due = [&]() -> std::optional<std::int64_t> {
+        std::optional<std::int64_t> due;
+        if (!pending_.empty())
+            due = pending_.top().due_us;
+        if (!fail_opens_.empty() && (!due || fail_opens_.front().due_us < *due))
+            due = fail_opens_.front().due_us;
+        return due;
+    };
     for (;;) {
         auto next = to_time(end_us);
         if (const auto timer = clock_.next_expiry())
             next = std::min(next, *timer);
-        if (!pending_.empty())
-            next = std::min(next, to_time(pending_.top().due_us));
+        if (const auto due = next_due())
+            next = std::min(next, to_time(*due));
         clock_.advance_to(next);
         bool ran = false;
-        while (!pending_.empty() && pending_.top().due_us <= now_us()) {
-            auto action = std::move(const_cast<Pending&>(pending_.top()).action);
-            pending_.pop();
-            action();
+        for (;;) {
+            const auto now = now_us();
+            const bool action_due = !pending_.empty() && pending_.top().due_us <= now;
+            const bool fail_open_due = !fail_opens_.empty() && fail_opens_.front().due_us <= now;
+            if (!action_due && !fail_open_due)
+                break;
+            if (fail_open_due &&
+                (!action_due || std::pair{fail_opens_.front().due_us, fail_opens_.front().seq} <
+                                    std::pair{pending_.top().due_us, pending_.top().seq})) {
+                const auto f = fail_opens_.front();
+                fail_opens_.pop_front();
+                fail_open(f);
+            } else {
+                auto action = std::move(const_cast<Pending&>(pending_.top()).action);
+                pending_.pop();
+                action();
+            }
             ran = true;
         }
         if (ran)
             clock_.poll();
-        if (now_us() >= end_us && (pending_.empty() || pending_.top().due_us > end_us) &&
+        const auto due = next_due();
+        if (now_us() >= end_us && (!due || *due > end_us) &&
             (!clock_.next_expiry() || *clock_.next_expiry() > to_time(end_us)))
             return;
     }
@@ -192,13 +239,17 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
     if (to.lid == n.port.lid) {
         // An answer to one of this node's clients (the kernel redirect, in process).
         const auto tid = static_cast<std::uint32_t>(mad::tid_of(bytes) & mad::kTidLowMask);
-        if ((method & mad::method::kResponseBit) && tid < client_answered_.size() &&
-            !client_answered_[tid]) {
-            client_answered_[tid] = 1;
-            ++client_answered_locally_;
-            const auto asked_us = static_cast<std::int64_t>(client_asked_ms_[tid]) * 1000 -
-                                  p_.warmup.count() * 1'000'000;
-            worst_client_wait_us_ = std::max(worst_client_wait_us_, now_us() - asked_us);
+        if (!(method & mad::method::kResponseBit))
+            return;
+        if (tid == asking_.tid && tid != 0) {
+            if (!asking_.answered) {
+                asking_.answered = true;
+                client_answered(asking_.asked_ms);
+            }
+        } else if (const auto w = client_waiting_.find(tid); w != client_waiting_.end()) {
+            const auto asked_ms = w->second;
+            client_waiting_.erase(w);
+            client_answered(asked_ms);
         }
         return;
     }
@@ -254,15 +305,25 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
     at(done_us + p_.master_latency.count(),
        [this, index, kind, from = to.lid, response = std::move(a.response)]() mutable {
            auto& node = *nodes_[index];
-           // A resync ends with its preload table (after ClassPortInfo and the subscriptions).
-           if (event_us_ >= 0 && now_us() >= event_us_ && node.resynced_us < 0 &&
-               kind == QueryKind::PathTable)
-               node.resynced_us = now_us();
+           // A resync ends with its preload table (after ClassPortInfo and the subscriptions);
+           // without the preload, with its last subscription's answer.
+           if (event_us_ >= 0 && now_us() >= event_us_) {
+               if (p_.preload ? node.resynced_us < 0 && kind == QueryKind::PathTable
+                              : kind == QueryKind::InformInfoSet)
+                   node.resynced_us = now_us();
+           }
            transport::InboundMad in;
            in.bytes = std::move(response);
            in.from.lid = from;
            node.sa->dispatch(in);
        });
+}
+
+void Fleet::client_answered(std::uint32_t asked_ms) {
+    ++client_answered_locally_;
+    const auto asked_us =
+        static_cast<std::int64_t>(asked_ms) * 1000 - p_.warmup.count() * 1'000'000;
+    worst_client_wait_us_ = std::max(worst_client_wait_us_, now_us() - asked_us);
 }
 
 void Fleet::count_offered(std::size_t records, bool background, MasterQueue::Admit admit) {
@@ -294,12 +355,8 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     pr.numb_path = 1;
     pr.reversible = true;
     pr.pack(m.data);
-    if (client_answered_.size() <= tid) {
-        client_answered_.resize(tid + 1 + client_answered_.size() / 2);
-        client_asked_ms_.resize(client_answered_.size());
-    }
     const auto since_warmup_us = now_us() + p_.warmup.count() * 1'000'000;
-    client_asked_ms_[tid] = static_cast<std::uint32_t>(since_warmup_us / 1000);
+    const auto asked_ms = static_cast<std::uint32_t>(since_warmup_us / 1000);
     if (const auto second = static_cast<std::size_t>(since_warmup_us / 1'000'000);
         second < seconds_.size()) {
         ++seconds_[second].client_asks;
@@ -310,32 +367,42 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     in.bytes = m.pack();
     in.from.lid = n.port.lid;
     in.from.qpn = 1;
+    asking_ = {tid, asked_ms, false};
     n.sa->dispatch(in);
+    const bool answered = asking_.answered;
+    asking_ = {};
+    if (answered)
+        return; // answered at once (a hit): nothing to wait for
     // Not answered within the kernel's sa_redirect_timeout_ms: the kernel asks the master.
-    at(now_us() + p_.fail_open.count() * 1000, [this, tid, answerable = !master_.is_down(dst.gid)] {
-        if (client_answered_[tid])
-            return;
-        ++fail_open_queries_;
-        const auto admit = queue_.offer(now_us());
-        const std::size_t records = admit == MasterQueue::Admit::Served && answerable ? 1 : 0;
-        count_offered(records, false, admit);
-        if (admit == MasterQueue::Admit::Dropped)
-            return; // the client's own retry is not modelled
-        const auto done =
-            admit == MasterQueue::Admit::Served ? queue_.serve(now_us(), records) : now_us();
-        const auto second =
-            static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
-        if (second < seconds_.size()) {
-            ++seconds_[second].path_queries;
-            seconds_[second].records += records;
-        }
-        if (now_us() >= 0)
-            ++by_kind_[static_cast<std::size_t>(QueryKind::PathGet)];
-        const auto asked_us =
-            static_cast<std::int64_t>(client_asked_ms_[tid]) * 1000 - p_.warmup.count() * 1'000'000;
-        worst_client_wait_us_ =
-            std::max(worst_client_wait_us_, done + p_.master_latency.count() - asked_us);
-    });
+    client_waiting_.emplace(tid, asked_ms);
+    fail_opens_.push_back(
+        {now_us() + p_.fail_open.count() * 1000, seq_++, tid, !master_.is_down(dst.gid)});
+}
+
+void Fleet::fail_open(const FailOpen& f) {
+    const auto w = client_waiting_.find(f.tid);
+    if (w == client_waiting_.end())
+        return; // answered by its local SA meanwhile
+    ++fail_open_queries_;
+    const auto admit = queue_.offer(now_us());
+    const std::size_t records = admit == MasterQueue::Admit::Served && f.answerable ? 1 : 0;
+    count_offered(records, false, admit);
+    if (admit == MasterQueue::Admit::Dropped)
+        return; // the client's own retry is not modelled
+    const auto done =
+        admit == MasterQueue::Admit::Served ? queue_.serve(now_us(), records) : now_us();
+    const auto second =
+        static_cast<std::size_t>((now_us() + p_.warmup.count() * 1'000'000) / 1'000'000);
+    if (second < seconds_.size()) {
+        ++seconds_[second].path_queries;
+        seconds_[second].records += records;
+    }
+    if (now_us() >= 0)
+        ++by_kind_[static_cast<std::size_t>(QueryKind::PathGet)];
+    const auto asked_us =
+        static_cast<std::int64_t>(w->second) * 1000 - p_.warmup.count() * 1'000'000;
+    worst_client_wait_us_ =
+        std::max(worst_client_wait_us_, done + p_.master_latency.count() - asked_us);
 }
 
 void Fleet::steady_use(std::size_t i, std::int64_t t_us, std::size_t k, std::int64_t end_us) {
@@ -539,6 +606,7 @@ nlohmann::json Fleet::report(Scenario scenario) {
     j["duration_s"] = p_.duration.count();
     j["capacity_qps"] = p_.capacity;
     j["routing_epoch"] = p_.routing_epoch ? "on" : "off";
+    j["preload"] = p_.preload ? "on" : "off";
 
     // The measured span.
     std::uint64_t total = 0, paths = 0, records = 0, background = 0;
@@ -782,8 +850,18 @@ nlohmann::json Fleet::report(Scenario scenario) {
         entries += node->sa->cache().size();
         preloaded += node->sa->preload().size();
     }
+    // Memory per simulated node: the scenario's peak RSS (VmHWM, reset when the fleet was
+    // built) above what the process held before it, per node; without the reset, the
+    // process's peak so far (an upper bound).
+    const auto peak_kb = peak_reset_ ? peak_rss_kb() : max_rss_kb();
+    const auto fleet_kb = std::max(0L, peak_kb - rss_before_kb_);
     j["memory"] = {{"rss_after_first_job_kb", rss_after_job_kb_},
                    {"max_rss_kb", max_rss_kb()},
+                   {"peak_rss_kb", peak_kb},
+                   {"rss_before_fleet_kb", rss_before_kb_},
+                   {"peak_is_the_scenarios", peak_reset_},
+                   {"rss_per_node_bytes", static_cast<double>(fleet_kb) * 1024.0 / n},
+                   {"limit_per_node_bytes", p_.max_bytes_per_node},
                    {"cache_entries_at_end", entries},
                    {"preloaded_paths_at_end", preloaded}};
     return j;

@@ -21,6 +21,7 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace localsa::fleet_scale {
@@ -62,6 +63,13 @@ struct FleetParams {
     // with a Report on a routing change) and the nodes use it (localsad's default), or neither
     // (the TTL rules alone, as before the epoch).
     bool routing_epoch = true;
+    // The nodes preload their tables (localsad's default: the whole table per PKey), or not
+    // (off: every path is read through the cache on use). At N = 16,384 a whole table is
+    // ~2.5 MB per node: the fleet runs there with the preload off until preload is shaped by use.
+    bool preload = true;
+    // Memory per simulated node at most (issue 25: 200 KB), for --check: the scenario's peak
+    // RSS above the process's before the fleet was built, per node.
+    std::size_t max_bytes_per_node = 200'000;
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };
@@ -113,7 +121,27 @@ private:
     std::priority_queue<Pending, std::vector<Pending>, std::greater<>> pending_;
     std::uint64_t seq_ = 0;
     std::uint32_t next_client_tid_ = 1;
-    std::vector<std::uint8_t> client_answered_; // by client TID
+    // Client questions not answered by the time their ask() returned (answered ones leave no
+    // state): when each was asked, in ms since the warm-up began, by client TID.
+    std::unordered_map<std::uint32_t, std::uint32_t> client_waiting_;
+    // The kernel's fail-open of each such question, due in order (every one fail_open after its
+    // ask): a FIFO instead of a closure each on pending_.
+    struct FailOpen {
+        std::int64_t due_us;
+        std::uint64_t seq; // pending_'s order among events due at the same time
+        std::uint32_t tid;
+        bool answerable;
+    };
+    // The question being asked (its answer may come before ask() returns): no state beyond this.
+    struct Asking {
+        std::uint32_t tid = 0;
+        std::uint32_t asked_ms = 0;
+        bool answered = false;
+    };
+    Asking asking_;
+    void client_answered(std::uint32_t asked_ms);
+    std::deque<FailOpen> fail_opens_;
+    void fail_open(const FailOpen& f);
     std::uint64_t report_tid_ = 0x5e000000;
 
     // What the master received.
@@ -135,9 +163,12 @@ private:
     std::uint64_t client_queries_ = 0, client_answered_locally_ = 0;
     std::int64_t event_us_ = -1; // the scenario's event (trap, fail-over)
     MasterQueue queue_;
-    std::vector<std::uint32_t> client_asked_ms_; // by client TID: ms since the warm-up began
     std::int64_t worst_client_wait_us_ = 0;
     long rss_after_job_kb_ = 0;
+    // The process's resident memory before the fleet was built (after malloc_trim), and whether
+    // its peak (VmHWM) was reset then, so that the scenario's own peak is read.
+    long rss_before_kb_ = 0;
+    bool peak_reset_ = false;
 };
 
 } // namespace localsa::fleet_scale

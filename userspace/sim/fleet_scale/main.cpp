@@ -76,6 +76,12 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
                              r["master"]["peak_over_capacity_at_s"].dump() + " s) was offered " +
                              r["master"]["peak_over_capacity"].dump() +
                              " x its capacity (over capacity)");
+        const auto per_node = r["memory"]["rss_per_node_bytes"].get<double>();
+        if (per_node > r["memory"]["limit_per_node_bytes"].get<double>())
+            missed.push_back(s + ": memory per simulated node " +
+                             std::to_string(static_cast<long>(per_node)) + " bytes, over " +
+                             r["memory"]["limit_per_node_bytes"].dump() +
+                             " (the scenario's peak RSS above the process's before, per node)");
         if (r["master"]["dropped"].get<std::uint64_t>() > 0)
             missed.push_back(s + ": the master dropped " + r["master"]["dropped"].dump() +
                              " queries (its queue of " + r["master_capacity"]["queue"].dump() +
@@ -89,7 +95,7 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
 int main(int argc, char** argv) {
     std::size_t nodes = 256;
     std::string scenarios_arg = "idle,jobs,trap64,failover,steady,power-on,reroute,switch-down",
-                out_file, log_level = "warn", routing_epoch = "on";
+                out_file, log_level = "warn", routing_epoch = "on", preload = "on";
     long use_period_s = 20, power_on_window_s = 10, outage_s = 600;
     std::size_t targets = 4, leaf_hosts = 18;
     MasterCapacity master;
@@ -98,6 +104,7 @@ int main(int argc, char** argv) {
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
     bool check = false;
+    std::size_t max_bytes_per_node = FleetParams{}.max_bytes_per_node;
 
     po::options_description opts(
         "Usage: localsa-fleet-scale [options]\n\n"
@@ -109,7 +116,9 @@ int main(int argc, char** argv) {
         "peak below --capacity and every node resynced; and at N >= 256, every scenario: no\n"
         "more PathRecords computed by the master with localsa than without, its busiest second\n"
         "within its capacity (--master-records-per-s, --master-transactions-per-s), nothing\n"
-        "dropped (--master-queue).\n\nOptions");
+        "dropped (--master-queue), and memory per simulated node within\n"
+        "--max-bytes-per-node (the scenario's peak RSS above the process's before, per node).\n\n"
+        "Options");
     opts.add_options()("help,h", "print this help")(
         "nodes", po::value(&nodes)->default_value(nodes), "local SAs (nodes)")(
         "scenarios", po::value(&scenarios_arg)->default_value(scenarios_arg),
@@ -157,6 +166,12 @@ int main(int argc, char** argv) {
         "routing-epoch", po::value(&routing_epoch)->default_value(routing_epoch),
         "on: the master runs the routing epoch plugin (its ServiceRecord, a Report on a "
         "routing change) and the nodes use it; off: neither, the TTL rules alone")(
+        "preload", po::value(&preload)->default_value(preload),
+        "on: the nodes preload their tables (localsad's default: the whole table per PKey); "
+        "off: no preload, every path read through the cache on use (N = 16,384: a whole table "
+        "is ~2.5 MB per node)")(
+        "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
+        "--check at N >= 256: memory per simulated node at most (issue 25: 200 KB)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
         "json", po::value(&out_file), "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
@@ -196,8 +211,14 @@ int main(int argc, char** argv) {
         std::cerr << "localsa-fleet-scale: --routing-epoch is on or off\n";
         return 2;
     }
+    if (preload != "on" && preload != "off") {
+        std::cerr << "localsa-fleet-scale: --preload is on or off\n";
+        return 2;
+    }
     FleetParams p;
     p.nodes = nodes;
+    p.preload = preload == "on";
+    p.max_bytes_per_node = max_bytes_per_node;
     p.routing_epoch = routing_epoch == "on";
     p.duration = std::chrono::seconds{duration_s};
     p.warmup = std::chrono::seconds{warmup_s};
@@ -233,6 +254,7 @@ int main(int argc, char** argv) {
     out["nodes"] = nodes;
     out["capacity_qps"] = capacity;
     out["routing_epoch"] = routing_epoch;
+    out["preload"] = preload;
     out["config"] = {
         {"path_ttl_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.local_sa.path_record.positive_ttl)
