@@ -123,6 +123,9 @@ Fleet::Fleet(FleetParams params)
       t0_(clock_.now() + std::chrono::duration_cast<Clock::duration>(p_.warmup)),
       master_(kFirstSmLid), queue_(p_.master) {
     p_.coherence.routing_epoch = p_.routing_epoch;
+    // Each node knows the fabric's size, as its warm set file tells it after a first start:
+    // above --preload-max-ports it asks no table.
+    p_.coherence.fabric_ports = p_.nodes;
     // The plugin's first epoch: distinct across SM restarts (its start time << 20).
     if (p_.routing_epoch)
         master_.set_routing_epoch(std::uint64_t{0x6000'0000} << 20);
