@@ -129,10 +129,10 @@ TEST_CASE("warm set: kept most recent first, bounded, and read back as written",
     CHECK(back.fabric_ports == 4096);
 
     SECTION("garbage is refused, and the set stays as it was") {
-        for (std::string bad :
-             {"hello\n", "localsa-warm 1\nports x\n", "localsa-warm 1\n00000000000000ff zz\n",
-              // a field set that its mask does not name
-              "localsa-warm 1\n0000000000000000 " + std::string(127, '0') + "1\n"}) {
+        for (const std::string& bad : std::vector<std::string>{
+                 "hello\n", "localsa-warm 1\nports x\n", "localsa-warm 1\n00000000000000ff zz\n",
+                 // a field set that its mask does not name
+                 "localsa-warm 1\n0000000000000000 " + std::string(127, '0') + "1\n"}) {
             CHECK_FALSE(back.from_text(bad, error));
             CHECK_FALSE(error.empty());
             CHECK(back.size() == 2);
@@ -223,9 +223,12 @@ TEST_CASE("preload: a table that shows a fabric above the threshold is used, not
     n.sa.dispatch(from_lid(
         kSmLid, table_answer(sent[0].bytes,
                              table_records({{0x100005, 8}, {0x100007, 9}, {0x100009, 10}}))));
+    n.run(20ms);
     CHECK(n.coh.preload_state() == "done");
-    // Used: a hit from the table.
-    n.sa.dispatch(from_lid(kOwnLid, path_request(0x42, 0x100005)));
+    // Used: a hit from the table (asked with the PKey, as the kernel asks).
+    auto req = path_request(0x42, 0x100005, mad::method::kGet, sa::pr_mask::kPKey);
+    mad::store_be16(req, 56 + 50, 0xffff);
+    n.sa.dispatch(from_lid(kOwnLid, req));
     CHECK(n.sa.counters().pr_preload_hits == 1);
     n.transport.take();
     // Today's rule renews a used table at 0.8 TTL; above the threshold it is not.
