@@ -207,8 +207,13 @@ TEST_CASE("preload: auto threshold is the fabric whose tables a power-on can aff
     coherence::CoherenceConfig cc;
     // 20,000 records/s for 30 s: N^2 <= 600,000.
     CHECK(cc.preload_max_ports_auto() == 774);
+    // Starts at once (a spread of 0) do not turn the full tables off.
     cc.spread = 0ms;
-    CHECK(cc.preload_max_ports_auto() == 1);
+    CHECK(cc.preload_max_ports_auto() == 774);
+    cc.spread = 120s;
+    CHECK(cc.preload_max_ports_auto() == 1549);
+    cc.master_capacity = 100;
+    CHECK(cc.preload_max_ports_auto() == 109);
 }
 
 TEST_CASE("preload: a table that shows a fabric above the threshold is used, not renewed",

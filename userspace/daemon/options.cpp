@@ -177,7 +177,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)")(
         "preload-max-ports", po::value(&preload_max_ports)->default_value(preload_max_ports),
         "preload whole tables only while the fabric has at most this many ports (auto: "
-        "sqrt(master-capacity x spread), 0: never); above it the warm set is asked")(
+        "sqrt(master-capacity x max(spread, 30 s)), 0: never); above it the warm set is asked")(
         "warm-set-max", po::value(&warm_set_max)->default_value(warm_set_max),
         "paths used recently kept in the warm set and asked at start (0: none kept)")(
         "state-dir", po::value(&o.state_dir)->default_value(o.state_dir),

@@ -80,10 +80,13 @@ struct CoherenceConfig {
     std::vector<cache::Destination> preload_destinations;
 
     // The fabric a power-on may preload whole: its N^2 records within the spread window at the
-    // master's capacity (sqrt(capacity x spread); 774 ports with the defaults).
+    // master's capacity (sqrt(capacity x spread); 774 ports with the defaults). A window below
+    // the default 30 s (0: preload at once) does not shrink it: how the starts are spread says
+    // nothing of how many records the fabric can afford.
     std::size_t preload_max_ports_auto() const {
+        const auto window = std::max<std::chrono::milliseconds>(spread, std::chrono::seconds{30});
         const double records =
-            static_cast<double>(master_capacity) * std::chrono::duration<double>(spread).count();
+            static_cast<double>(master_capacity) * std::chrono::duration<double>(window).count();
         return std::max<std::size_t>(static_cast<std::size_t>(std::sqrt(records)), 1);
     }
 };
