@@ -110,7 +110,7 @@ TEST_CASE("control protocol: a request is a JSON object with a string cmd", "[co
 
 TEST_CASE("control protocol: bytes that are not UTF-8 are named by offset, never echoed",
           "[control]") {
-    for (const std::string line :
+    for (const std::string& line :
          {std::string("\xff\xfe{"), std::string("{\"cmd\":\"\xc0\xaf\"}"),
           std::string("{\"cmd\":\"\xed\xa0\x80\"}"), std::string("{\"cmd\":\"st\xe2\x82\"}"),
           std::string("\x00\x01\x02", 3)}) {

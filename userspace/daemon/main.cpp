@@ -31,6 +31,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <sys/stat.h>
@@ -166,6 +167,11 @@ int main(int argc, char** argv) {
         } catch (const transport::VerbsUnavailable& e) {
             spdlog::info("port events: {}: the port is polled instead", e.what());
         }
+        // The warm set's file is the port's: known once the port is (--ca may be empty).
+        if (!o.state_dir.empty() && o.coherence.warm_set_max > 0)
+            o.coherence.warm_file =
+                std::filesystem::path(o.state_dir) /
+                (umad.port().ca + "-" + std::to_string(umad.port().port) + ".warm");
         auto coherence_parts = local_sa->coherence_parts();
         coherence_parts.port_events = port_events.get();
         coherence::Coherence coherence(io.get_executor(), coherence_parts, o.coherence);
@@ -264,6 +270,9 @@ int main(int argc, char** argv) {
 
         // Everything that needs privileges is open: the umad and issm devices, the control
         // socket. Before any thread starts (capabilities are per thread).
+        if (!o.coherence.warm_file.empty())
+            if (const auto why = hand_over_directory(o.state_dir, o.user); !why.empty())
+                spdlog::warn("warm set: {}; it may not be kept", why);
         spdlog::info("privileges dropped: {}", drop_privileges(o.user, nl_socket != nullptr));
 
         // Another listener on RDMA_NL_GROUP_LS (ibacm) answers the same RESOLVEs; the kernel

@@ -93,7 +93,7 @@ std::string prometheus_text(const nlohmann::json& stats) {
     if (const auto it = stats.find("preload_state"); it != stats.end() && it->is_string()) {
         out << "# HELP localsa_preload_state Preload of this port's paths: 1 for the current "
                "state.\n# TYPE localsa_preload_state gauge\n";
-        for (const auto* state : {"disabled", "loading", "done", "partial"})
+        for (const auto* state : {"disabled", "loading", "done", "partial", "warming", "warm"})
             out << "localsa_preload_state{" << labels << ",state=\"" << state << "\"} "
                 << (*it == state ? 1 : 0) << '\n';
     }

@@ -6,10 +6,12 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <system_error>
 
 namespace localsa {
 
@@ -90,6 +92,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     bool no_subscribe = false, no_preload = false, no_routing_epoch = false;
     long master_capacity = dc.master_capacity;
     long epoch_reread_s = duration_cast<seconds>(dc.epoch_reread).count();
+    std::string preload_max_ports = "auto", preload_dest;
+    long warm_set_max = static_cast<long>(dc.warm_set_max);
 
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")("version,V",
@@ -171,6 +175,15 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "only at start and resync)")(
         "no-preload", po::bool_switch(&no_preload),
         "do not preload this port's paths (GetTable by SGID; off under ibsim, which lacks RMPP)")(
+        "preload-max-ports", po::value(&preload_max_ports)->default_value(preload_max_ports),
+        "preload whole tables only while the fabric has at most this many ports (auto: "
+        "sqrt(master-capacity x max(spread, 30 s)), 0: never); above it the warm set is asked")(
+        "warm-set-max", po::value(&warm_set_max)->default_value(warm_set_max),
+        "paths used recently kept in the warm set and asked at start (0: none kept)")(
+        "state-dir", po::value(&o.state_dir)->default_value(o.state_dir),
+        "directory of the warm set file <ca>-<port>.warm (empty: not kept)")(
+        "preload-dest", po::value(&preload_dest),
+        "FILE of destinations asked at start, one 'GID [PKEY]' or 'LID [PKEY]' a line")(
         "sim-preload", po::bool_switch(&o.sim_preload),
         "preload under ibsim too (tests: only fabrics whose tables fit one MAD)");
 
@@ -232,6 +245,32 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("master-burst", master_burst, 1L, 100'000L);
     require_range("requester-deadline-ms", requester_deadline_ms, 10L, 600'000L);
     require_range("spread-ms", spread_ms, 0L, 3'600'000L);
+    require_range("warm-set-max", warm_set_max, 0L, 65'536L);
+    if (preload_max_ports != "auto") {
+        long v = -1;
+        const auto* b = preload_max_ports.data();
+        const auto [end, ec] = std::from_chars(b, b + preload_max_ports.size(), v);
+        if (ec != std::errc{} || end != b + preload_max_ports.size())
+            throw UsageError("--preload-max-ports must be auto or a number of ports (got '" +
+                             preload_max_ports + "')");
+        require_range("preload-max-ports", v, 0L, 1'000'000L);
+        o.coherence.preload_max_ports = static_cast<std::size_t>(v);
+    }
+    if (!o.state_dir.empty() && o.state_dir.front() != '/')
+        throw UsageError("--state-dir must be an absolute path (got '" + o.state_dir + "')");
+    if (!preload_dest.empty()) {
+        std::ifstream in(preload_dest);
+        std::ostringstream text;
+        text << in.rdbuf();
+        if (!in)
+            throw UsageError("--preload-dest: cannot read " + preload_dest);
+        std::string error;
+        auto dests = cache::parse_destinations(text.str(), error);
+        if (!dests)
+            throw UsageError("--preload-dest " + preload_dest + ": " + error);
+        o.coherence.preload_destinations = std::move(*dests);
+    }
+    o.coherence.warm_set_max = static_cast<std::size_t>(warm_set_max);
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");

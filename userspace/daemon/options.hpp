@@ -27,6 +27,8 @@ struct DaemonOptions {
     std::string metrics_listen;
     // Answer the kernel's netlink local path service (RDMA_NL_LS) for this port.
     bool netlink = true;
+    // Where the warm set is kept, as <dir>/<ca>-<port>.warm (empty: not kept).
+    std::string state_dir = "/var/lib/localsa";
     LocalSaConfig local_sa;
     coherence::CoherenceConfig coherence;
 };

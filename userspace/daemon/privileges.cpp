@@ -3,11 +3,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <system_error>
 #include <unistd.h>
 #include <vector>
 
@@ -52,6 +54,24 @@ bool capability_sets_empty() {
 }
 
 } // namespace
+
+std::string hand_over_directory(const std::string& dir, const std::string& user) {
+    if (user.empty() || dir.empty() || ::geteuid() != 0)
+        return {};
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return "cannot create " + dir + ": " + ec.message();
+    Account account{};
+    try {
+        account = look_up(user);
+    } catch (const PrivilegeError& e) {
+        return e.what();
+    }
+    if (::chown(dir.c_str(), account.uid, account.gid) != 0)
+        return "cannot give " + dir + " to " + user + ": " + std::strerror(errno);
+    return {};
+}
 
 std::string drop_privileges(const std::string& user, bool keep_net_admin) {
     const int kept_cap = keep_net_admin ? CAP_NET_ADMIN : -1;

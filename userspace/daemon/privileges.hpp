@@ -21,4 +21,9 @@ class PrivilegeError : public std::runtime_error {
 // (RDMA_NL_ADMIN_PERM, on the sending task), so answering that service needs it for good.
 std::string drop_privileges(const std::string& user, bool keep_net_admin = false);
 
+// Run as root before drop_privileges: creates `dir` if missing and gives it to `user`, who
+// writes the warm set there afterwards (systemd's StateDirectory= makes it root's). Returns
+// what failed ("" when done, or nothing to do: no user, no dir, not root).
+std::string hand_over_directory(const std::string& dir, const std::string& user);
+
 } // namespace localsa

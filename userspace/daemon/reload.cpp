@@ -97,6 +97,15 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     note(r, "sim-preload", running.sim_preload, fresh.sim_preload);
     note(r, "no-routing-epoch", !oc.routing_epoch, !nc.routing_epoch);
     note(r, "epoch-reread-s (ms)", oc.epoch_reread, nc.epoch_reread);
+    // The preload's choice and its warm set are made at start.
+    const auto max_ports = [](const coherence::CoherenceConfig& c) {
+        return c.preload_max_ports ? std::to_string(*c.preload_max_ports) : std::string("auto");
+    };
+    note(r, "preload-max-ports", max_ports(oc), max_ports(nc));
+    note(r, "warm-set-max", oc.warm_set_max, nc.warm_set_max);
+    note(r, "state-dir", running.state_dir, fresh.state_dir);
+    note(r, "preload-dest (destinations)", oc.preload_destinations.size(),
+         nc.preload_destinations.size());
     return out;
 }
 

@@ -59,6 +59,7 @@ namespace localsa {
     X(subscription_checks)                                                                         \
     X(subscriptions_lost)                                                                          \
     X(preload_transactions)                                                                        \
+    X(warm_queries)                                                                                \
     X(stale_served)                                                                                \
     X(stale_refused)                                                                               \
     X(nl_resolves)                                                                                 \

@@ -16,7 +16,18 @@ SubscriptionsConfig subscriptions_config(const CoherenceConfig& c) {
     return {c.subscribe, c.resubscribe_retry, c.subscription_check};
 }
 PreloaderConfig preloader_config(const CoherenceConfig& c) {
-    return {c.preload, c.preload_validity, c.spread, c.try_timeout};
+    PreloaderConfig p;
+    p.enabled = c.preload;
+    p.validity = c.preload_validity;
+    p.spread = c.spread;
+    p.try_timeout = c.try_timeout;
+    p.max_ports = c.preload_max_ports.value_or(c.preload_max_ports_auto());
+    p.fabric_ports = c.fabric_ports;
+    p.warm_file = c.warm_file;
+    p.warm_max = c.warm_set_max;
+    p.warm_save = c.warm_save;
+    p.destinations = c.preload_destinations;
+    return p;
 }
 } // namespace
 
@@ -64,7 +75,7 @@ void Coherence::start() {
 void Coherence::shutdown(std::function<void()> done) {
     refresher_.stop();
     port_watch_.stop();
-    preloader_.stop();
+    preloader_.shutdown();
     epoch_source_.stop();
     resync_timer_.cancel();
     subscriptions_.shutdown(std::move(done));
@@ -196,6 +207,11 @@ void Coherence::add_stats(nlohmann::json& j) const {
     subscriptions_.add_stats(j);
     j["gids_out_of_service"] = out_of_service_.size();
     j["preload_state"] = preloader_.state();
+    j["preload_mode"] = !preloader_.enabled()      ? "off"
+                        : preloader_.full_tables() ? "tables"
+                                                   : "warm";
+    j["fabric_ports"] = preloader_.fabric_ports();
+    j["warm_set"] = preloader_.warm_set().size();
     auto& e = j["routing_epoch"];
     e["value"] = epoch_ ? epoch_->value : 0;
     e["sm_port_guid"] = epoch_ ? epoch_->sm_port_guid : 0;

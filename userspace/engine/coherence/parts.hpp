@@ -4,6 +4,7 @@
 
 #include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
+#include "engine/cache/warm_set.hpp"
 #include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/handlers/class_port_info_service.hpp"
@@ -13,9 +14,14 @@
 #include "ib/notice.hpp"
 #include "transport/transport.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <optional>
+#include <vector>
 
 namespace localsa::coherence {
 
@@ -60,6 +66,29 @@ struct CoherenceConfig {
     // What the master computes per second for renewals after an epoch change, fleet-wide
     // (--master-capacity): the renewal of a node is spread over records x nodes / capacity.
     unsigned master_capacity = 20000;
+    // Full tables only while the fabric has at most this many ports (0: never; nullopt: auto,
+    // preload_max_ports_auto()). A table is N records and every node asks one, N^2 records at
+    // a power-on; above it the warm set (the Gets this port used, kept in `warm_file`) and
+    // `destinations` are asked instead, one Get each.
+    std::optional<std::size_t> preload_max_ports;
+    // The fabric's size if known otherwise (the fleet simulation; 0: from the warm file, else
+    // from the first table).
+    std::size_t fabric_ports = 0;
+    std::filesystem::path warm_file; // empty: the warm set is not kept across restarts
+    std::size_t warm_set_max = 1024;
+    std::chrono::milliseconds warm_save{std::chrono::minutes{5}};
+    std::vector<cache::Destination> preload_destinations;
+
+    // The fabric a power-on may preload whole: its N^2 records within the spread window at the
+    // master's capacity (sqrt(capacity x spread); 774 ports with the defaults). A window below
+    // the default 30 s (0: preload at once) does not shrink it: how the starts are spread says
+    // nothing of how many records the fabric can afford.
+    std::size_t preload_max_ports_auto() const {
+        const auto window = std::max<std::chrono::milliseconds>(spread, std::chrono::seconds{30});
+        const double records =
+            static_cast<double>(master_capacity) * std::chrono::duration<double>(window).count();
+        return std::max<std::size_t>(static_cast<std::size_t>(std::sqrt(records)), 1);
+    }
 };
 
 // The parts of one local SA that coherence acts on (LocalSa::coherence_parts() hands them out),

@@ -22,12 +22,48 @@ Preloader::Preloader(boost::asio::any_io_executor executor, Clock& clock,
                      PreloaderConfig config)
     : clock_(clock), transport_(transport), upstream_(upstream), table_(table),
       path_records_(path_records), counters_(counters), out_of_service_(out_of_service),
-      config_(config), timer_(clock, executor), renew_timer_(clock, executor) {}
+      config_(config), timer_(clock, executor), renew_timer_(clock, executor),
+      save_timer_(clock, executor), warm_(config.warm_max) {
+    path_records_.set_warm_set(&warm_);
+}
+
+Preloader::~Preloader() {
+    path_records_.set_warm_set(nullptr);
+}
+
+void Preloader::set_config(const PreloaderConfig& config) {
+    config_ = config;
+    warm_.set_max(config_.warm_max);
+}
+
+std::size_t Preloader::fabric_ports() const {
+    return config_.fabric_ports ? config_.fabric_ports : warm_.fabric_ports;
+}
+
+bool Preloader::full_tables() const {
+    if (config_.max_ports == 0)
+        return false;
+    // Not known yet (a first start without a warm file): one full table tells it.
+    const auto n = fabric_ports();
+    return n == 0 || n <= config_.max_ports;
+}
 
 void Preloader::schedule() {
     if (!config_.enabled) {
         state_ = "disabled";
         return;
+    }
+    if (!warm_loaded_ && !config_.warm_file.empty()) {
+        warm_loaded_ = true;
+        std::string error;
+        if (warm_.load(config_.warm_file, error))
+            spdlog::info(
+                "warm set: {} questions from {}{}", warm_.size(), config_.warm_file.string(),
+                warm_.fabric_ports ? fmt::format(" (a fabric of {} ports)", warm_.fabric_ports)
+                                   : std::string());
+        else
+            spdlog::warn("warm set: {}; starting with none", error);
+        schedule_save();
     }
     state_ = "waiting";
     timer_.expires_after(jitter_.up_to(config_.spread));
@@ -42,18 +78,109 @@ void Preloader::reset() {
     table_.clear();
     path_records_.set_table_renewal_failed(false);
     running_ = false;
-    stop();
+    timer_.cancel(); // the warm set's save goes on
+    renew_timer_.cancel();
     state_ = config_.enabled ? "waiting" : "disabled";
 }
 
 void Preloader::stop() {
     timer_.cancel();
     renew_timer_.cancel();
+    save_timer_.cancel();
+}
+
+void Preloader::shutdown() {
+    stop();
+    if (!config_.warm_file.empty())
+        save_warm_set();
+}
+
+bool Preloader::save_warm_set() {
+    std::string error;
+    if (warm_.save(config_.warm_file, error)) {
+        if (!save_error_.empty())
+            spdlog::info("warm set: written to {} again", config_.warm_file.string());
+        save_error_.clear();
+        return true;
+    }
+    // Logged once per distinct failure: a read-only state dir must not fill the journal.
+    if (error != save_error_)
+        spdlog::warn("warm set not kept: {} (check --state-dir)", error);
+    save_error_ = error;
+    return false;
+}
+
+void Preloader::schedule_save() {
+    if (config_.warm_file.empty() || config_.warm_save.count() <= 0)
+        return;
+    save_timer_.expires_after(config_.warm_save);
+    save_timer_.async_wait([this](auto ec) {
+        if (ec)
+            return;
+        save_warm_set();
+        schedule_save();
+    });
+}
+
+void Preloader::warm_up() {
+    const auto own = transport_.port().gid;
+    std::vector<cache::PathQueryKey> questions;
+    for (const auto& d : config_.destinations)
+        questions.push_back(d.question(own));
+    if (!full_tables())
+        for (auto& q : warm_.questions())
+            questions.push_back(std::move(q));
+    if (questions.empty()) {
+        if (state_ == "waiting" || state_ == "loading")
+            state_ = "warm";
+        return;
+    }
+    running_ = true;
+    if (!full_tables())
+        state_ = "warming";
+    spdlog::info("warm-up: asking {} paths used before or listed ({} ports, full tables above {}: "
+                 "{})",
+                 questions.size(), fabric_ports(), config_.max_ports,
+                 full_tables() ? "these besides" : "not asked");
+    warm_step(std::move(questions), 0, generation_);
+}
+
+void Preloader::warm_step(std::vector<cache::PathQueryKey> questions, std::size_t index,
+                          std::uint64_t generation) {
+    if (generation != generation_ || !transport_.port().active()) {
+        running_ = false;
+        return;
+    }
+    // The master rate budget's pace: a second's worth of background tokens per second, so the
+    // warm-up queues no deeper than the budget lets out (and never past max_queued).
+    const auto per_second = std::max<std::size_t>(upstream_.config().background_rate, 1);
+    const auto end = std::min(questions.size(), index + per_second);
+    for (; index < end; ++index)
+        path_records_.warm(questions[index]);
+    if (index == questions.size()) {
+        running_ = false;
+        if (state_ == "warming")
+            state_ = "warm";
+        return;
+    }
+    timer_.expires_after(std::chrono::seconds{1});
+    timer_.async_wait([this, questions = std::move(questions), index, generation](auto ec) mutable {
+        if (!ec)
+            warm_step(std::move(questions), index, generation);
+        else
+            running_ = false;
+    });
 }
 
 void Preloader::start() {
     if (running_ || !transport_.port().active())
         return;
+    if (!full_tables()) {
+        // Above the threshold: no table, and a table kept from before is not renewed.
+        if (table_.size() == 0)
+            warm_up();
+        return;
+    }
     // One table per partition, asked with the PKey the kernel's consumers ask with: rdma_cm
     // and ipoib always set the full-member bit, also where the port's table holds the limited
     // one (keyed by 0x7fff, the table would never match their 0xffff). One transaction per node
@@ -85,6 +212,18 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
             state_ = "done";
         spdlog::info("preload {}: {} paths from this port", state_, table_.size());
         preloaded_at_ = clock_.now();
+        if (!renewal_ && !config_.destinations.empty())
+            warm_up(); // the admin's list, besides the tables (mostly answered from them)
+        if (!full_tables()) {
+            // The table showed a fabric above the threshold: kept until it expires, not
+            // renewed; the next start asks the warm set instead.
+            spdlog::info("preload: a fabric of {} ports, above --preload-max-ports {}: the table "
+                         "is not renewed, what is used is read through",
+                         fabric_ports(), config_.max_ports);
+            path_records_.set_table_fresh_for(renew_interval() +
+                                              path_records_.config().positive_ttl / 10);
+            return;
+        }
         if (renewal_ && state_ == "partial") {
             // A failed renewal waits for a new use: the master may be gone for long.
             table_.forget_use();
@@ -135,6 +274,10 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
                     const auto until = trusted_ ? now + sa::PathRecordService::kTrustedHorizon
                                                 : now + std::max<Clock::duration>(
                                                             config_.validity, renew_interval() * 2);
+                    // The fabric's size, for the choice of the next preload: the largest
+                    // partition's table, one record per port as a rule (LMC 0).
+                    warm_.fabric_ports =
+                        std::max(warm_.fabric_ports, recs.bytes.size() / sa::PathRecord::kSize);
                     any_changed_ |= table_.replace(pkey, recs.bytes, until, now);
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.
@@ -177,7 +320,7 @@ void Preloader::schedule_renewal() {
         const auto now = clock_.now();
         if (trusted_)
             return; // kept until the epoch changes (renew_within)
-        if (table_.used() && now >= preloaded_at_ + renew_interval())
+        if (table_.used() && now >= preloaded_at_ + renew_interval() && full_tables())
             start();
         else if (table_.live(now))
             schedule_renewal();
@@ -218,6 +361,10 @@ void Preloader::set_trusted(bool trusted) {
 void Preloader::renew_within(std::chrono::milliseconds window) {
     if (!config_.enabled || table_.size() == 0)
         return;
+    if (!full_tables()) {
+        table_.clear(); // above the threshold: what is in use is renewed answer by answer
+        return;
+    }
     if (!table_.used()) {
         table_.clear();
         return;

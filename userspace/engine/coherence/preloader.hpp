@@ -4,7 +4,9 @@
 // before the answers taken from it fall due.
 #pragma once
 
+#include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
+#include "engine/cache/warm_set.hpp"
 #include "engine/clock.hpp"
 #include "engine/coherence/jitter.hpp"
 #include "engine/counters.hpp"
@@ -17,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -29,6 +32,18 @@ struct PreloaderConfig {
     std::chrono::milliseconds validity{std::chrono::minutes{10}};
     std::chrono::milliseconds spread{std::chrono::seconds{30}};
     std::chrono::milliseconds try_timeout{200}; // per RMPP window of a table, see preload_step
+    // Full tables only while the fabric has at most this many ports (0: never): a table is N
+    // records, N nodes ask it, N^2 in all (CoherenceConfig::preload_max_ports). Above it the
+    // warm set and `destinations` are asked instead, one Get each.
+    std::size_t max_ports = 774;
+    // The fabric's size if known otherwise (0: from the warm file, else from the first table).
+    std::size_t fabric_ports = 0;
+    // Where the warm set is kept across restarts (empty: not kept).
+    std::filesystem::path warm_file;
+    std::size_t warm_max = 1024;
+    std::chrono::milliseconds warm_save{std::chrono::minutes{5}};
+    // The admin's destinations (--preload-dest), asked at start in either mode.
+    std::vector<cache::Destination> destinations;
 };
 
 class Preloader {
@@ -39,6 +54,9 @@ public:
               cache::PreloadTable& table, sa::PathRecordService& path_records, Counters& counters,
               const std::unordered_set<sa::Gid, sa::GidHash>& out_of_service,
               PreloaderConfig config);
+    ~Preloader();
+    Preloader(const Preloader&) = delete;
+    Preloader& operator=(const Preloader&) = delete;
 
     bool enabled() const { return config_.enabled; }
     // Preloads after a random delay in the spread window (the start).
@@ -48,7 +66,17 @@ public:
     // Forgets the tables and stops what is under way (a resync); answers to it are ignored.
     void reset();
     void stop();
-    void set_config(const PreloaderConfig& config) { config_ = config; }
+    // Stops, and writes the warm set (the daemon's exit).
+    void shutdown();
+    void set_config(const PreloaderConfig& config);
+    // Whether a preload now asks full tables (the fabric is small, or its size not known yet:
+    // the first table tells it) rather than the warm set.
+    bool full_tables() const;
+    // The fabric's size as known (0: not known).
+    std::size_t fabric_ports() const;
+    const cache::WarmSet& warm_set() const { return warm_; }
+    // Writes the warm set to its file now; false (and a log line) if it could not.
+    bool save_warm_set();
     // A trusted routing epoch: tables are kept until it changes, not renewed on age.
     void set_trusted(bool trusted);
     // The epoch changed: a table in use is renewed at a random moment within `window`, an
@@ -57,7 +85,7 @@ public:
     // Without an epoch: how long after a renewal the next one may come (0.8 TTL, doubled after
     // each renewal that found nothing changed, up to --max-staleness-s).
     Clock::duration renew_interval() const;
-    // idle, disabled, waiting, loading, done or partial.
+    // idle, disabled, waiting, loading, done, partial, warming or warm.
     const std::string& state() const { return state_; }
 
 private:
@@ -66,6 +94,12 @@ private:
     // After a preload: renews the tables once they were used and are 0.8 TTL old; gives up
     // once none answers any more.
     void schedule_renewal();
+    // Above the threshold: the warm set and the admin's destinations, one background Get each,
+    // paced at the master rate budget.
+    void warm_up();
+    void warm_step(std::vector<cache::PathQueryKey> questions, std::size_t index,
+                   std::uint64_t generation);
+    void schedule_save();
 
     Clock& clock_;
     transport::MadTransport& transport_;
@@ -77,6 +111,10 @@ private:
     PreloaderConfig config_;
     Timer timer_;
     Timer renew_timer_;
+    Timer save_timer_;
+    cache::WarmSet warm_;
+    bool warm_loaded_ = false;
+    std::string save_error_; // the last failure to write the warm set, logged once
     Jitter jitter_;
     std::uint64_t generation_ = 0; // bumps on reset()
     bool running_ = false;

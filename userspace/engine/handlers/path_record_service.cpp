@@ -136,6 +136,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
             from_table.records.assign(rec->begin(), rec->end());
             if (!stale_check_ || !stale_check_(key, from_table)) {
                 ++counters_.pr_preload_hits;
+                if (warm_set_)
+                    warm_set_->note(key, now);
                 if (!epoch_trusted_ && now >= fetched + table_fresh_for())
                     ++counters_.stale_served;
                 respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
@@ -172,6 +174,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         return;
     }
     ++counters_.pr_cache_misses;
+    if (warm_set_ && m == method::kGet)
+        warm_set_->note(key, now);
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
     options.deadline = now + config_.requester_deadline;
@@ -239,11 +243,14 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
     if (node.empty())
         return;
     auto& waiters = node.mapped();
+    // A warm-up's answer: stored as a refresh's (unused until a requester uses it), but no
+    // refresh of anything cached.
+    const bool warming = !warming_.empty() && warming_.erase(key) > 0;
     const bool current = generation == generation_;
     if (!current && waiters.empty())
         return; // a refresh of an answer a resync has dropped
     if (reply.outcome != upstream::Outcome::Response) {
-        if (waiters.empty()) {
+        if (waiters.empty() && !warming) {
             ++counters_.refresh_failed;
             retry_refresh_later(key);
         }
@@ -275,7 +282,10 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
         answer_value.refresh_at = now + jittered_ttl();
         answer_value.expires = answer_value.refresh_at + config_.max_staleness;
     }
-    if (waiters.empty()) {
+    if (waiters.empty() && warming) {
+        if (answer_value.status & status::kBusy)
+            return; // nothing cached to keep; the warm-up is best effort
+    } else if (waiters.empty()) {
         // A refresh: note whether the master changed its mind.
         const auto old = cache_.peek(key);
         if (!old || old->status != answer_value.status ||
@@ -312,6 +322,16 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
 void PathRecordService::refresh(const cache::PathQueryKey& key) {
     if (pending_.contains(key))
         return; // a miss for the same question is already on its way
+    // The refresher asks only what a requester used (its idle window): still in use.
+    if (warm_set_ && key.method == method::kGet)
+        warm_set_->note(key, clock_.now());
+    if (refresh_from_table(key))
+        return;
+    ++counters_.refreshes;
+    ask_background(key);
+}
+
+bool PathRecordService::refresh_from_table(const cache::PathQueryKey& key) {
     if (key.method == method::kGet) {
         // The table the master sent since this answer was stored holds the path already: one
         // GetTable renews every path from this port, and the answers taken from it need no
@@ -332,12 +352,23 @@ void PathRecordService::refresh(const cache::PathQueryKey& key) {
                     std::max(fetched + jittered_ttl(), now + config_.positive_ttl / 5);
                 from_table.expires = from_table.refresh_at + config_.max_staleness;
                 cache_.store(key, from_table); // used_at unset: a refresh is no use
-                return;
+                return true;
             }
         }
     }
+    return false;
+}
+
+void PathRecordService::warm(const cache::PathQueryKey& key) {
+    if (pending_.contains(key) || cache_.peek(key) || refresh_from_table(key))
+        return; // asked, known, or in the preload table already
+    warming_.insert(key);
+    ++counters_.warm_queries;
+    ask_background(key);
+}
+
+void PathRecordService::ask_background(const cache::PathQueryKey& key) {
     pending_.try_emplace(key);
-    ++counters_.refreshes;
     SaMad q;
     q.header.method = key.method;
     q.header.attr_id = attr::kPathRecord;

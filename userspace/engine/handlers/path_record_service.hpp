@@ -5,6 +5,7 @@
 
 #include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
+#include "engine/cache/warm_set.hpp"
 #include "engine/clock.hpp"
 #include "engine/counters.hpp"
 #include "engine/proxy/proxy.hpp"
@@ -17,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace localsa::sa {
@@ -59,6 +61,13 @@ public:
     // the preload table answers, from a table younger than 0.9 TTL (a used table is renewed at
     // 0.8 TTL, see Coherence), is refreshed from it: no query (refreshes_from_preload).
     void refresh(const cache::PathQueryKey& key);
+    // Asks the master in the background for a question not cached (a warm set or an admin's
+    // destination at start): the answer is stored unused, and dropped at its refresh time
+    // unless a requester used it (warm_queries).
+    void warm(const cache::PathQueryKey& key);
+    // Where the Gets in use are noted (a miss, a preload hit, a refresh of an answer used;
+    // not each cache hit, which the refresh of its answer stands for); nullptr: nowhere.
+    void set_warm_set(cache::WarmSet* set) { warm_set_ = set; }
     // A veto on serving a cached answer (coherence knows of GIDs reported out of service).
     using StaleCheck = std::function<bool(const cache::PathQueryKey&, const cache::PathAnswer&)>;
     void set_stale_check(StaleCheck check) { stale_check_ = std::move(check); }
@@ -127,6 +136,11 @@ private:
     Clock::duration jittered_ttl();
     // One try's wait for a GetTable answer: its whole RMPP transfer must fit.
     std::chrono::milliseconds table_try_timeout(const cache::PathQueryKey& key);
+    // Stores the answer to a Get from a young preload table (refreshes_from_preload); false
+    // when the table cannot answer it.
+    bool refresh_from_table(const cache::PathQueryKey& key);
+    // Sends the question as a background query; its answer goes to on_upstream.
+    void ask_background(const cache::PathQueryKey& key);
     void respond(const transport::MadAddress& to, mad::Bytes bytes);
 
     Clock& clock_;
@@ -142,7 +156,10 @@ private:
     PendingMap pending_; // asked in this generation
     // Asked before a resync, by generation: their answers go to their waiters only.
     std::map<std::uint64_t, PendingMap> retired_;
+    // Questions asked by warm() and not answered yet.
+    std::unordered_set<cache::PathQueryKey, cache::PathQueryKeyHash> warming_;
     StaleCheck stale_check_;
+    cache::WarmSet* warm_set_ = nullptr;
     cache::PathAnswer stale_scratch_;
     std::vector<std::uint8_t> out_; // the answer being sent (its capacity is kept)
     bool out_busy_ = false;

@@ -147,6 +147,9 @@ Fleet::Fleet(FleetParams params)
     ::malloc_trim(0);
     peak_reset_ = reset_peak_rss();
     rss_before_kb_ = rss_kb();
+    // Each node knows the fabric's size, as its warm set file tells it after a first start:
+    // above --preload-max-ports it asks no table.
+    p_.coherence.fabric_ports = p_.nodes;
     // The plugin's first epoch: distinct across SM restarts (its start time << 20).
     if (p_.routing_epoch)
         master_.set_routing_epoch(std::uint64_t{0x6000'0000} << 20);
@@ -184,6 +187,11 @@ std::int64_t Fleet::now_us() const {
 
 void Fleet::at(std::int64_t due_us, std::function<void()> action) {
     pending_.push({due_us, seq_++, std::move(action)});
+}
+
+bool Fleet::asks_tables() const {
+    const auto& c = p_.coherence;
+    return p_.preload && p_.nodes <= c.preload_max_ports.value_or(c.preload_max_ports_auto());
 }
 
 void Fleet::run_until(std::int64_t end_us) {
@@ -308,8 +316,8 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
            // A resync ends with its preload table (after ClassPortInfo and the subscriptions);
            // without the preload, with its last subscription's answer.
            if (event_us_ >= 0 && now_us() >= event_us_) {
-               if (p_.preload ? node.resynced_us < 0 && kind == QueryKind::PathTable
-                              : kind == QueryKind::InformInfoSet)
+               if (asks_tables() ? node.resynced_us < 0 && kind == QueryKind::PathTable
+                                 : kind == QueryKind::InformInfoSet)
                    node.resynced_us = now_us();
            }
            transport::InboundMad in;

@@ -63,9 +63,9 @@ struct FleetParams {
     // with a Report on a routing change) and the nodes use it (localsad's default), or neither
     // (the TTL rules alone, as before the epoch).
     bool routing_epoch = true;
-    // The nodes preload their tables (localsad's default: the whole table per PKey), or not
-    // (off: every path is read through the cache on use). At N = 16,384 a whole table is
-    // ~2.5 MB per node: the fleet runs there with the preload off until preload is shaped by use.
+    // The nodes preload (localsad's default: the whole table per PKey up to
+    // CoherenceConfig::preload_max_ports, their warm set above it), or not (off: every path is
+    // read through the cache on use). A whole table is ~2.5 MB per node at N = 16,384.
     bool preload = true;
     // Memory per simulated node at most (issue 25: 200 KB), for --check: the scenario's peak
     // RSS above the process's before the fleet was built, per node.
@@ -97,6 +97,8 @@ private:
     };
 
     std::int64_t now_us() const;
+    // The nodes ask whole tables: the preload is on and the fabric within its threshold.
+    bool asks_tables() const;
     void at(std::int64_t due_us, std::function<void()> action);
     void run_until(std::int64_t end_us);
     void on_send(std::size_t node, mad::Bytes bytes, const transport::MadAddress& to);

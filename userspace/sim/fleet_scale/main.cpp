@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
+    long preload_max_ports = -1;
     bool check = false;
     std::size_t max_bytes_per_node = FleetParams{}.max_bytes_per_node;
 
@@ -167,9 +168,12 @@ int main(int argc, char** argv) {
         "on: the master runs the routing epoch plugin (its ServiceRecord, a Report on a "
         "routing change) and the nodes use it; off: neither, the TTL rules alone")(
         "preload", po::value(&preload)->default_value(preload),
-        "on: the nodes preload their tables (localsad's default: the whole table per PKey); "
-        "off: no preload, every path read through the cache on use (N = 16,384: a whole table "
-        "is ~2.5 MB per node)")(
+        "on: the nodes preload their tables (localsad's default: the whole table per PKey "
+        "up to --preload-max-ports); off: no preload, every path read through the cache on use "
+        "(N = 16,384: a whole table is ~2.5 MB per node)")(
+        "preload-max-ports", po::value(&preload_max_ports),
+        "localsad's --preload-max-ports (default: auto); a node knows the fabric's size from "
+        "its warm set file, as after its first start")(
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
         "--check at N >= 256: memory per simulated node at most (issue 25: 200 KB)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
@@ -249,6 +253,8 @@ int main(int argc, char** argv) {
         p.local_sa.upstream.background_rate = static_cast<unsigned>(master_rate);
     if (master_burst > 0)
         p.local_sa.upstream.background_burst = static_cast<unsigned>(master_burst);
+    if (preload_max_ports >= 0)
+        p.coherence.preload_max_ports = static_cast<std::size_t>(preload_max_ports);
 
     nlohmann::json out;
     out["nodes"] = nodes;
@@ -265,6 +271,13 @@ int main(int argc, char** argv) {
         {"master_rate", p.local_sa.upstream.background_rate},
         {"master_burst", p.local_sa.upstream.background_burst},
         {"refresh_rate", p.coherence.refresh_rate},
+        {"preload_max_ports",
+         p.coherence.preload_max_ports.value_or(p.coherence.preload_max_ports_auto())},
+        {"preload",
+         !p.preload ? "off"
+         : nodes <= p.coherence.preload_max_ports.value_or(p.coherence.preload_max_ports_auto())
+             ? "tables"
+             : "warm set"},
         {"subscription_check_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.coherence.subscription_check).count()}};
     out["scenarios"] = nlohmann::json::array();

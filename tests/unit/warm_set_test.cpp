@@ -1,0 +1,306 @@
+// Preload shaped by use (issue 25, item 3): full tables only while the fabric is small; above
+// --preload-max-ports the warm set (the Gets this port used, kept across restarts) and the
+// admin's destinations are asked instead.
+#include "fake_transport.hpp"
+
+#include "engine/cache/warm_set.hpp"
+#include "engine/coherence/coherence.hpp"
+#include "engine/local_sa.hpp"
+#include "ib/response.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace localsa;
+using namespace localsa::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A directory removed at the end of the test.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        char name[] = "/tmp/localsa-warm-XXXXXX";
+        REQUIRE(mkdtemp(name) != nullptr);
+        path = name;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+std::string read(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+bool is_path_table(const SentMad& s) {
+    return mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord &&
+           s.bytes[3] == mad::method::kGetTable;
+}
+
+std::vector<SentMad> path_gets(const std::vector<SentMad>& sent) {
+    std::vector<SentMad> out;
+    for (const auto& s : sent)
+        if (mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord &&
+            s.bytes[3] == mad::method::kGet)
+            out.push_back(s);
+    return out;
+}
+
+std::vector<std::uint8_t> table_answer(const std::vector<std::uint8_t>& request,
+                                       const std::vector<std::uint8_t>& records) {
+    std::vector<std::uint8_t> out(request.begin(), request.begin() + 56);
+    out[3] = mad::method::kGetTableResp;
+    mad::store_be16(out, 44, records.empty() ? 0 : 8);
+    out.insert(out.end(), records.begin(), records.end());
+    return out;
+}
+
+coherence::CoherenceConfig config() {
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.subscribe = false;
+    cc.subscription_check = 0ms;
+    return cc;
+}
+
+// One node: its LocalSa and Coherence on a manual clock.
+struct Node {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa;
+    coherence::Coherence coh;
+    explicit Node(const coherence::CoherenceConfig& cc)
+        : sa(io.get_executor(), clock, transport, {}),
+          coh(io.get_executor(), sa.coherence_parts(), cc) {}
+    // Runs what is due within `d`; returns what was sent meanwhile (ClassPortInfo aside).
+    std::vector<SentMad> run(Clock::duration d) {
+        clock.advance(d);
+        auto sent = transport.take();
+        std::erase_if(sent, [](const SentMad& s) {
+            return mad::load_be16(s.bytes, 16) != mad::attr::kPathRecord;
+        });
+        return sent;
+    }
+    // A client's Get to `guid`, answered by the master if it misses.
+    void use(std::uint64_t tid, std::uint64_t guid, std::uint16_t dlid) {
+        sa.dispatch(from_lid(kOwnLid, path_request(tid, guid)));
+        for (const auto& s : transport.take())
+            if (s.to.lid == kSmLid && mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord)
+                sa.dispatch(from_lid(kSmLid, master_path_answer(s.bytes, dlid)));
+        transport.take();
+    }
+};
+
+} // namespace
+
+TEST_CASE("warm set: kept most recent first, bounded, and read back as written", "[warm]") {
+    cache::WarmSet w(2);
+    const auto t0 = SteadyClock{}.now();
+    auto key = [](std::uint64_t guid) {
+        const auto req = path_request(1, guid);
+        return cache::PathQueryKey::from_request(mad::method::kGet, mad::load_be64(req, 48),
+                                                 mad::Bytes{req}.subspan(56, 64));
+    };
+    w.note(key(0x100005), t0);
+    w.note(key(0x100007), t0 + 1s);
+    w.note(key(0x100009), t0 + 2s);
+    w.note(key(0x100005), t0 + 3s); // used again: the most recent
+    w.fabric_ports = 4096;
+    REQUIRE(w.questions() == std::vector{key(0x100005), key(0x100009)});
+
+    cache::WarmSet back(10);
+    std::string error;
+    REQUIRE(back.from_text(w.to_text(), error));
+    CHECK(back.questions() == w.questions());
+    CHECK(back.fabric_ports == 4096);
+
+    SECTION("garbage is refused, and the set stays as it was") {
+        for (const std::string& bad : std::vector<std::string>{
+                 "hello\n", "localsa-warm 1\nports x\n", "localsa-warm 1\n00000000000000ff zz\n",
+                 // a field set that its mask does not name
+                 "localsa-warm 1\n0000000000000000 " + std::string(127, '0') + "1\n"}) {
+            CHECK_FALSE(back.from_text(bad, error));
+            CHECK_FALSE(error.empty());
+            CHECK(back.size() == 2);
+        }
+    }
+}
+
+TEST_CASE("warm set: a missing file is empty, a corrupt one is logged and left empty, an "
+          "unwritable directory fails the save without throwing",
+          "[warm]") {
+    TempDir dir;
+    cache::WarmSet w(8);
+    std::string error;
+    CHECK(w.load(dir.path / "none.warm", error));
+    CHECK(error.empty());
+    std::ofstream(dir.path / "bad.warm") << "\x01\x02garbage";
+    CHECK_FALSE(w.load(dir.path / "bad.warm", error));
+    CHECK_THAT(error, Catch::Contains("bad.warm"));
+    CHECK(w.size() == 0);
+    CHECK_FALSE(w.save("/nonexistent-localsa-dir/x.warm", error));
+    CHECK_THAT(error, Catch::Contains("/nonexistent-localsa-dir"));
+    // Written whole: no temporary file left beside it.
+    CHECK(w.save(dir.path / "ok.warm", error));
+    CHECK_FALSE(std::filesystem::exists(dir.path / "ok.warm.tmp"));
+}
+
+TEST_CASE("admin destinations: GIDs or LIDs, with or without a PKey; a bad line is named",
+          "[warm]") {
+    std::string error;
+    const auto d = cache::parse_destinations(
+        "# storage\nfe80::10:0:5 0x8001\n  12\n\n7 32769 # a LID in a partition\n", error);
+    REQUIRE(d);
+    REQUIRE(d->size() == 3);
+    CHECK((*d)[0].gid == gid(0x1000000005ULL));
+    CHECK((*d)[0].pkey == 0x8001);
+    CHECK((*d)[1].lid == 12);
+    CHECK_FALSE((*d)[1].pkey);
+    CHECK((*d)[2].pkey == 0x8001);
+    const auto q = (*d)[0].question(gid(0x100003));
+    CHECK(q.comp_mask == (sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kPKey));
+    for (const char* bad : {"fe80::zz\n", "0\n", "12 0\n", "12 0x8001 9\n", "0xc001\n"}) {
+        CHECK_FALSE(cache::parse_destinations(bad, error));
+        CHECK_THAT(error, Catch::Contains("line 1"));
+    }
+}
+
+TEST_CASE("preload: above --preload-max-ports a start asks no table", "[warm]") {
+    auto cc = config();
+    cc.preload_max_ports = 100;
+    cc.fabric_ports = 1000;
+    Node n(cc);
+    n.coh.start();
+    const auto sent = n.run(10ms);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    CHECK(n.sa.counters().preload_transactions == 0);
+    nlohmann::json j;
+    n.coh.add_stats(j);
+    CHECK(j["preload_mode"] == "warm");
+
+    SECTION("at or below it, the full table as before") {
+        auto small = config();
+        small.preload_max_ports = 1000;
+        small.fabric_ports = 1000;
+        Node m(small);
+        m.coh.start();
+        const auto s = m.run(10ms);
+        CHECK(std::count_if(s.begin(), s.end(), is_path_table) == 1);
+    }
+}
+
+TEST_CASE("preload: auto threshold is the fabric whose tables a power-on can afford", "[warm]") {
+    coherence::CoherenceConfig cc;
+    // 20,000 records/s for 30 s: N^2 <= 600,000.
+    CHECK(cc.preload_max_ports_auto() == 774);
+    // Starts at once (a spread of 0) do not turn the full tables off.
+    cc.spread = 0ms;
+    CHECK(cc.preload_max_ports_auto() == 774);
+    cc.spread = 120s;
+    CHECK(cc.preload_max_ports_auto() == 1549);
+    cc.master_capacity = 100;
+    CHECK(cc.preload_max_ports_auto() == 109);
+}
+
+TEST_CASE("preload: a table that shows a fabric above the threshold is used, not renewed",
+          "[warm]") {
+    auto cc = config();
+    cc.preload_max_ports = 2; // the fabric's size is not known: the first table tells it
+    Node n(cc);
+    n.coh.start();
+    auto sent = n.run(10ms);
+    REQUIRE(sent.size() == 1);
+    REQUIRE(is_path_table(sent[0]));
+    n.sa.dispatch(from_lid(
+        kSmLid, table_answer(sent[0].bytes,
+                             table_records({{0x100005, 8}, {0x100007, 9}, {0x100009, 10}}))));
+    n.run(20ms);
+    CHECK(n.coh.preload_state() == "done");
+    // Used: a hit from the table (asked with the PKey, as the kernel asks).
+    auto req = path_request(0x42, 0x100005, mad::method::kGet, sa::pr_mask::kPKey);
+    mad::store_be16(req, 56 + 50, 0xffff);
+    n.sa.dispatch(from_lid(kOwnLid, req));
+    CHECK(n.sa.counters().pr_preload_hits == 1);
+    n.transport.take();
+    // Today's rule renews a used table at 0.8 TTL; above the threshold it is not.
+    sent = n.run(5min);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    CHECK(n.sa.counters().preload_transactions == 1);
+}
+
+TEST_CASE("preload: the warm set is kept at exit and asked at the next start", "[warm]") {
+    TempDir dir;
+    auto cc = config();
+    cc.preload_max_ports = 100;
+    cc.fabric_ports = 1000;
+    cc.warm_file = dir.path / "fake0-1.warm";
+    {
+        Node n(cc);
+        n.coh.start();
+        n.run(10ms);
+        n.use(0x10, 0x100005, 8);
+        n.use(0x11, 0x100007, 9);
+        bool done = false;
+        n.coh.shutdown([&] { done = true; });
+        n.run(5s);
+    }
+    REQUIRE(std::filesystem::exists(cc.warm_file));
+    CHECK_THAT(read(cc.warm_file), Catch::StartsWith("localsa-warm 1\n"));
+
+    Node again(cc);
+    again.coh.start();
+    const auto gets = path_gets(again.run(10ms));
+    REQUIRE(gets.size() == 2);
+    // The very questions asked before: a requester's Get then hits.
+    std::vector<std::uint64_t> asked;
+    for (const auto& g : gets) {
+        CHECK(g.to.lid == kSmLid);
+        CHECK(mad::load_be64(g.bytes, 48) == mad::load_be64(path_request(0, 0x100005), 48));
+        asked.push_back(sa::PathRecord::unpack(mad::Bytes{g.bytes}.subspan(56)).dgid.guid());
+        again.sa.dispatch(from_lid(kSmLid, master_path_answer(g.bytes, 8)));
+    }
+    std::sort(asked.begin(), asked.end());
+    CHECK(asked == std::vector<std::uint64_t>{0x100005, 0x100007});
+    CHECK(again.sa.counters().warm_queries == 2);
+    CHECK(again.coh.preload_state() == "warm");
+    again.transport.take();
+    again.sa.dispatch(from_lid(kOwnLid, path_request(0x20, 0x100007)));
+    const auto answered = again.transport.take();
+    REQUIRE(answered.size() == 1);
+    CHECK(answered[0].to.lid == kOwnLid); // from the cache
+    CHECK(again.sa.counters().pr_cache_hits == 1);
+}
+
+TEST_CASE("preload: a corrupt warm file starts empty, and an admin's destinations are asked",
+          "[warm]") {
+    TempDir dir;
+    auto cc = config();
+    cc.preload_max_ports = 100;
+    cc.fabric_ports = 1000;
+    cc.warm_file = dir.path / "fake0-1.warm";
+    std::ofstream(cc.warm_file) << "localsa-warm 1\nnot a line\n";
+    std::string error;
+    cc.preload_destinations = *cache::parse_destinations("fe80::10:0:9 0xffff\n", error);
+    Node n(cc);
+    n.coh.start();
+    const auto gets = path_gets(n.run(10ms));
+    REQUIRE(gets.size() == 1);
+    const auto r = sa::PathRecord::unpack(mad::Bytes{gets[0].bytes}.subspan(56));
+    CHECK(r.dgid == gid(0x1000000009ULL));
+    CHECK(r.pkey == 0xffff);
+    CHECK(n.sa.counters().warm_queries == 1);
+}
