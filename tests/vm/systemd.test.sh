@@ -57,6 +57,12 @@ fi
 check "the localsa account (systemd-sysusers)" \
     systemd-sysusers "$PWD/userspace/daemon/localsa.sysusers"
 check "getent passwd localsa" getent passwd localsa
+# /var/lib is the host's, read-only: the unit's StateDirectory= (the warm set) must be able to
+# create /var/lib/localsa as on a real system, so /var/lib gets a writable layer too
+mkdir -p /run/varlib-upper /run/varlib-work
+check "/var/lib writable (overlay)" mount -t overlay overlay \
+    -o lowerdir=/var/lib,upperdir=/run/varlib-upper,workdir=/run/varlib-work /var/lib
+rm -rf /var/lib/localsa
 mkdir -p "$sbindir"
 check "localsad installed in $sbindir" install -m 0755 "$BIN/localsad" "$sbindir/localsad"
 cp "$UNIT_SRC" /etc/systemd/system/localsad@.service
@@ -77,8 +83,19 @@ check "the port's umad device unit ($dev_unit) is active" wait_until 20 dev_up
 
 echo "--- start"
 t0=$SECONDS
-check "systemctl start returns (Type=notify: READY sent)" timeout 60 systemctl start "$INSTANCE"
+journal() { journalctl -q -o cat -u "$INSTANCE" 2>/dev/null; }
+if timeout 60 systemctl start "$INSTANCE"; then
+    pass "systemctl start returns (Type=notify: READY sent)"
+else
+    fail "systemctl start returns (Type=notify: READY sent)"
+    systemctl status --no-pager "$INSTANCE" | tail -n 12
+    journal | tail -n 12
+    # nothing below can run without the daemon
+    finish
+fi
 echo "     started in $((SECONDS - t0)) s"
+check "StateDirectory= made /var/lib/localsa, owned by localsa" \
+    test "$(stat -c %U /var/lib/localsa)" = localsa
 eq "active" active "$(systemctl is-active "$INSTANCE")"
 status=$(systemctl show -P StatusText "$INSTANCE")
 check "a STATUS line ($status)" grep -q "master" <<<"$status"
@@ -91,7 +108,6 @@ check "answers on /run/localsa/simhca1-1.sock" ctl stats
 prom=$(timeout 10 "$BIN/localsactl" -C simhca1 -P 1 stats --format prometheus 2>/dev/null)
 check "the kernel's redirect state in the metrics" \
     grep -q '^localsa_kernel_redirect_state{ca="simhca1",port="1",state=' <<<"$prom"
-journal() { journalctl -q -o cat -u "$INSTANCE" 2>/dev/null; }
 
 echo "--- reload"
 echo "log-level = debug" >"$CONF"
@@ -114,6 +130,8 @@ check "... and answering" ctl stats
 echo "log-level = info" >"$CONF"
 
 echo "--- restart on failure"
+# a MainPID of 0 would make this kill the test's own process group
+[[ $pid =~ ^[1-9][0-9]*$ ]] || { fail "a main PID to kill ($pid)"; finish; }
 kill -9 "$pid"
 restarted() {
     local p

@@ -50,7 +50,7 @@ up=0 crashed=0 other=0 stop_failed=0
 for ((i = 1; i <= N; i++)); do
     rm -f "$CTL"
     cmd=("$FABRIC" run --dir "$WORK/fabric" --node "$NODE" --no-retry "${ISSM[@]}" -- "$BIN/localsad" --foreground
-        --control "$CTL" --log-level warn)
+        --control "$CTL" --state-dir "$WORK/state" --log-level warn)
     if ((RETRY)); then
         fabric_client_start --dir "$WORK/fabric" --ready-file "$CTL" --timeout 20 \
             --output "$WORK/l.log" -- "${cmd[@]}" 2>>"${RETRY_LOG:-$WORK/retry.log}"

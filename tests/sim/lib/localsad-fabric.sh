@@ -51,7 +51,7 @@ start_localsad() {
     fabric_client_start --dir "$WORK/fabric" --name "localsad on H1" --ready-file "$CTL" \
         --timeout 10 --output "$WORK/localsad.log" -- \
         "$FABRIC" run --dir "$WORK/fabric" --node H1 --no-retry -- "$BIN/localsad" --foreground \
-        --control "$CTL" --log-level "${LOG_LEVEL:-debug}" "$@"
+        --control "$CTL" --state-dir "$WORK/state" --log-level "${LOG_LEVEL:-debug}" "$@"
     local rc=$?
     DAEMON_PID=$FABRIC_CLIENT_PID
     return $rc

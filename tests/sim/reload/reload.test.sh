@@ -19,7 +19,8 @@ printf 'log-level = info\nnegative-ttl-ms = 600000\nport-poll-ms = 200\n' >"$CON
 chmod 644 "$CONF"
 fabric_client_start --dir "$WORK/fabric" --name "localsad on H1" --ready-file "$CTL" --timeout 10 \
     --output "$WORK/localsad.log" -- "$FABRIC" run --dir "$WORK/fabric" --node H1 --no-retry -- \
-    "$BIN/localsad" --foreground --control "$CTL" --config "$CONF" --user nobody
+    "$BIN/localsad" --foreground --control "$CTL" --config "$CONF" --user nobody \
+    --state-dir "$WORK/state"
 DAEMON_PID=$FABRIC_CLIENT_PID
 check "localsad starts" test -S "$CTL"
 eq() { check "$1 ($2 = $3)" test "$2" = "$3"; }
