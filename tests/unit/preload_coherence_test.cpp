@@ -354,6 +354,50 @@ TEST_CASE("coherence: trap 64 drops a \"no such path\" that may be about the ret
     CHECK(again[0].to.lid == kSmLid);
 }
 
+TEST_CASE("coherence: a \"no such path\" asked before trap 64 and answered after it is not kept",
+          "[coherence]") {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.preload = false;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    transport.take();
+    // Two misses go to the master while the port of GID 0x100007 (LID 11) is away: one by its
+    // LID, one about another port by both GIDs.
+    auto by_lid = path_request(1, 0);
+    mad::store_be64(by_lid, mad::offset::kCompMask,
+                    sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kNumbPath);
+    mad::store_be16(by_lid, 56 + sa::pr_offset::kDlid, 11);
+    const auto other = path_request(2, 0x100009);
+    sa.dispatch(from_lid(kOwnLid, by_lid));
+    sa.dispatch(from_lid(kOwnLid, other));
+    auto up = transport.take();
+    REQUIRE(up.size() == 2);
+    // The port comes back before the master's answers, computed while it was away, arrive.
+    master_reports(sa, transport, sa::trap::kGidInService, 0x100007, 0x700);
+    for (const auto& q : up)
+        sa.dispatch(from_lid(kSmLid, master_status_answer(q.bytes, mad::status::kSaNoRecords)));
+    // Both are relayed to their requesters: that is what the master said.
+    REQUIRE(transport.take().size() == 2);
+    // The one by LID may be about the port that is back: asked again, not served for the
+    // negative TTL. The one naming another port by GID is kept, as trap 64 keeps it.
+    mad::set_tid(by_lid, 3);
+    sa.dispatch(from_lid(kOwnLid, by_lid));
+    auto again = transport.take();
+    REQUIRE(again.size() == 1);
+    CHECK(again[0].to.lid == kSmLid);
+    auto other_again = other;
+    mad::set_tid(other_again, 4);
+    sa.dispatch(from_lid(kOwnLid, other_again));
+    auto hit = transport.take();
+    REQUIRE(hit.size() == 1);
+    CHECK(hit[0].to.lid == kOwnLid);
+}
+
 TEST_CASE("coherence: a new SM LID flushes and re-subscribes", "[coherence]") {
     boost::asio::io_context io;
     ManualClock clock{io};

@@ -51,6 +51,7 @@ namespace localsa {
     X(reports_received)                                                                            \
     X(reports_duplicate)                                                                           \
     X(invalidated_entries)                                                                         \
+    X(invalidated_in_flight)                                                                       \
     X(refreshes)                                                                                   \
     X(refreshes_from_preload)                                                                      \
     X(refresh_changed)                                                                             \

@@ -117,6 +117,8 @@ void Coherence::on_report(const sa::Notice& notice, std::uint64_t /*tid*/) {
         const auto n = cache.erase_tables_and_open_negatives() + cache.erase_naming_gid(gid) +
                        parts_.preload.erase_gid(gid);
         parts_.counters.invalidated_entries += n;
+        // The same for answers still on their way from the master.
+        parts_.path_records.on_gid_in_service(gid);
         // Nothing is asked again: a port joining anywhere must not cost the master a query
         // from every node. Paths to it miss the preload table and read through when asked.
         spdlog::info("GID {} in service: {} cached answers dropped", gid.str(), n);

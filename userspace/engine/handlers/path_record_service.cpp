@@ -227,14 +227,39 @@ std::size_t PathRecordService::pending() const {
 void PathRecordService::new_generation() {
     if (!pending_.empty())
         retired_[generation_] = std::exchange(pending_, {});
+    came_back_.clear(); // answers of retired questions are never stored
     ++generation_;
 }
+
+void PathRecordService::on_gid_in_service(const sa::Gid& gid) {
+    for (const auto& [key, waiters] : pending_) {
+        auto& back = came_back_[key];
+        if (back.gids.size() < CameBack::kMaxGids)
+            back.gids.push_back(gid);
+        else
+            back.many = true;
+    }
+}
+
+namespace {
+// Whether a trap 64 about one of `back`'s GIDs would have dropped this answer had it been stored
+// before (Coherence::on_report, PathCache::erase_tables_and_open_negatives).
+bool dropped_by_return(const cache::PathQueryKey& key, const cache::PathAnswer& answer,
+                       const std::vector<sa::Gid>& back, bool many) {
+    if (many || key.method == method::kGetTable || cache::open_negative(key, answer.records))
+        return true;
+    return std::ranges::any_of(
+        back, [&](const sa::Gid& g) { return cache::answer_involves(key, answer, g); });
+}
+} // namespace
 
 void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_t generation,
                                     upstream::Reply reply) {
     PendingMap::node_type node;
+    decltype(came_back_)::node_type back;
     if (generation == generation_) {
         node = pending_.extract(key);
+        back = came_back_.extract(key);
     } else if (auto r = retired_.find(generation); r != retired_.end()) {
         node = r->second.extract(key);
         if (r->second.empty())
@@ -310,12 +335,17 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
         else
             respond(w.from, proxy::relay_response(resp, tid_of(w.request)));
     }
-    if (cacheable && ttl.count() > 0 && current)
+    const bool came_back = !back.empty() && dropped_by_return(key, answer_value, back.mapped().gids,
+                                                              back.mapped().many);
+    if (came_back)
+        ++counters_.invalidated_in_flight;
+    if (cacheable && ttl.count() > 0 && current && !came_back)
         cache_.store(key, answer_value);
     else if (current)
         // Not kept (an error such as ERR_REQ_INVALID_GID, NO_RECORDS with --negative-ttl-ms 0,
-        // an incomplete table): whatever was cached for the question is no longer the master's
-        // answer, so it goes now instead of being served on --max-staleness-s.
+        // an incomplete table, an answer from before a port came back): whatever was cached for
+        // the question is no longer the master's answer, so it goes now instead of being
+        // served on --max-staleness-s.
         cache_.erase(key);
 }
 

@@ -114,6 +114,11 @@ public:
     // stored (they may come from the former master, or about the former port state), and no
     // miss after it joins them: it is a question of its own, to the master of now.
     void new_generation();
+    // Trap 64 for `gid`: the answers to questions in flight now were computed while the port
+    // may have been away. Each is relayed, but stored only if trap 64 would have kept it had it
+    // been stored already (Coherence::on_report): not a GetTable, not a "no such path" by LID,
+    // nothing that names `gid`.
+    void on_gid_in_service(const sa::Gid& gid);
 
 private:
     struct Waiter {
@@ -156,6 +161,14 @@ private:
     PendingMap pending_; // asked in this generation
     // Asked before a resync, by generation: their answers go to their waiters only.
     std::map<std::uint64_t, PendingMap> retired_;
+    // The GIDs that came into service while a question of this generation was in flight
+    // (on_gid_in_service); `many`: more than are kept, and its answer is not stored.
+    struct CameBack {
+        static constexpr std::size_t kMaxGids = 16;
+        std::vector<sa::Gid> gids;
+        bool many = false;
+    };
+    std::unordered_map<cache::PathQueryKey, CameBack, cache::PathQueryKeyHash> came_back_;
     // Questions asked by warm() and not answered yet.
     std::unordered_set<cache::PathQueryKey, cache::PathQueryKeyHash> warming_;
     StaleCheck stale_check_;
