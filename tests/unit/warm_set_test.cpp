@@ -95,9 +95,11 @@ struct Node {
         });
         return sent;
     }
-    // A client's Get to `guid`, answered by the master if it misses.
+    // A client's Get to `guid`, answered by the master if it misses (above the threshold a
+    // cold miss waits out the burst window first).
     void use(std::uint64_t tid, std::uint64_t guid, std::uint16_t dlid) {
         sa.dispatch(from_lid(kOwnLid, path_request(tid, guid)));
+        clock.advance(10ms);
         for (const auto& s : transport.take())
             if (s.to.lid == kSmLid && mad::load_be16(s.bytes, 16) == mad::attr::kPathRecord)
                 sa.dispatch(from_lid(kSmLid, master_path_answer(s.bytes, dlid)));
@@ -303,4 +305,131 @@ TEST_CASE("preload: a corrupt warm file starts empty, and an admin's destination
     CHECK(r.dgid == gid(0x1000000009ULL));
     CHECK(r.pkey == 0xffff);
     CHECK(n.sa.counters().warm_queries == 1);
+}
+
+namespace {
+// A client Get from this port to `guid` in the default partition, as the kernel asks it.
+std::vector<std::uint8_t> pkey_get(std::uint64_t tid, std::uint64_t guid) {
+    auto req = path_request(tid, guid, mad::method::kGet, sa::pr_mask::kPKey);
+    mad::store_be16(req, 56 + 50, 0xffff);
+    return req;
+}
+
+// The table of this port's paths to `ports` destinations (GUID 0x200000 + i, LID 100 + i).
+std::vector<std::uint8_t> fabric_table(std::size_t ports) {
+    std::vector<std::uint8_t> out;
+    for (std::size_t i = 0; i < ports; ++i) {
+        const auto r = table_records({{0x200000 + i, static_cast<std::uint16_t>(100 + i)}});
+        out.insert(out.end(), r.begin(), r.end());
+    }
+    return out;
+}
+
+// Above --preload-max-ports (10) on a fabric of 100 ports: a burst is 50 distinct misses.
+coherence::CoherenceConfig burst_config() {
+    auto cc = config();
+    cc.preload_max_ports = 10;
+    cc.fabric_ports = 100;
+    return cc;
+}
+
+std::size_t answers_to_clients(const std::vector<SentMad>& sent) {
+    return static_cast<std::size_t>(std::count_if(sent.begin(), sent.end(), [](const SentMad& s) {
+        return s.to.lid == kOwnLid && s.bytes[3] == mad::method::kGetResp;
+    }));
+}
+} // namespace
+
+TEST_CASE("burst: cold misses to half the fabric at once cost one GetTable, not a Get each",
+          "[warm][burst]") {
+    Node n(burst_config());
+    n.coh.start();
+    n.run(10ms);
+    REQUIRE(n.sa.path_records().miss_burst().threshold == 50);
+    // An all-to-all job start: this node's ranks ask 60 destinations at once.
+    for (std::uint64_t i = 0; i < 60; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    // Held for the coalescing window, then one table.
+    CHECK(path_gets(n.transport.take()).empty());
+    auto sent = n.run(5ms);
+    CHECK(path_gets(sent).empty());
+    REQUIRE(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
+    const auto table = *std::find_if(sent.begin(), sent.end(), is_path_table);
+    CHECK(n.sa.counters().burst_tables == 1);
+    CHECK(n.sa.counters().burst_held == 60);
+    // Every requester is answered from the table, with the master's record for its destination.
+    n.sa.dispatch(from_lid(kSmLid, table_answer(table.bytes, fabric_table(100))));
+    const auto answered = n.transport.take();
+    CHECK(answers_to_clients(answered) == 60);
+    for (const auto& a : answered) {
+        if (a.to.lid != kOwnLid)
+            continue;
+        const auto tid = mad::load_be64(a.bytes, 8);
+        CHECK(mad::load_be16(a.bytes, 56 + 40) == 100 + (tid - 0x1000)); // DLID
+    }
+    CHECK(n.sa.counters().pr_preload_hits == 60);
+    CHECK(n.sa.path_records().burst_held() == 0);
+    // Later misses of the partition are table hits: the master is not asked again.
+    n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x2000, 0x200000 + 99)));
+    CHECK(path_gets(n.run(10ms)).empty());
+    CHECK(n.sa.counters().pr_preload_hits == 61);
+
+    SECTION("the table is not renewed: after an hour nothing was asked") {
+        const auto later = n.run(1h);
+        CHECK(std::none_of(later.begin(), later.end(), is_path_table));
+    }
+}
+
+TEST_CASE("burst: a few cold misses go one by one after the coalescing window", "[warm][burst]") {
+    Node n(burst_config());
+    n.coh.start();
+    n.run(10ms);
+    for (std::uint64_t i = 0; i < 5; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    CHECK(path_gets(n.transport.take()).empty());
+    const auto sent = n.run(5ms);
+    CHECK(path_gets(sent).size() == 5);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    CHECK(n.sa.counters().burst_tables == 0);
+    // Misses spread over the window add up: 45 more within the second make a burst.
+    for (std::uint64_t i = 5; i < 50; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    const auto more = n.run(5ms);
+    CHECK(path_gets(more).empty());
+    CHECK(std::count_if(more.begin(), more.end(), is_path_table) == 1);
+}
+
+TEST_CASE("burst: a table that does not come is not waited for again; late misses are not sent",
+          "[warm][burst]") {
+    Node n(burst_config());
+    n.coh.start();
+    n.run(10ms);
+    for (std::uint64_t i = 0; i < 60; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    auto sent = n.run(5ms);
+    REQUIRE(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
+    // One try only (a late table is a busy master: asking again adds one), waiting as long as
+    // OpenSM keeps a request queued (10 s) and the transfer, then the misses are released;
+    // their requesters stopped waiting long ago, so none is sent.
+    sent = n.run(10s);
+    CHECK(n.sa.path_records().burst_held() == 60);
+    sent = n.run(1s);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    CHECK(path_gets(sent).empty());
+    CHECK(n.sa.path_records().burst_held() == 0);
+    // A new miss reads through at once, not held for another table.
+    n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x3000, 0x200000 + 70)));
+    CHECK(path_gets(n.transport.take()).size() == 1);
+}
+
+TEST_CASE("burst: below the threshold a miss goes at once, never held", "[warm][burst]") {
+    auto cc = config();
+    cc.preload_max_ports = 1000;
+    cc.fabric_ports = 100;
+    Node n(cc);
+    n.coh.start();
+    n.run(10ms);
+    CHECK(n.sa.path_records().miss_burst().threshold == 0);
+    n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000, 0x200000)));
+    CHECK(path_gets(n.transport.take()).size() == 1);
 }

@@ -94,6 +94,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long epoch_reread_s = duration_cast<seconds>(dc.epoch_reread).count();
     std::string preload_max_ports = "auto", preload_dest;
     long warm_set_max = static_cast<long>(dc.warm_set_max);
+    long burst_share = static_cast<long>(dc.burst_share_percent);
+    long burst_coalesce_ms = dc.burst_coalesce.count();
 
     po::options_description general("General");
     general.add_options()("help,h", "print this help and exit")("version,V",
@@ -178,6 +180,12 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "preload-max-ports", po::value(&preload_max_ports)->default_value(preload_max_ports),
         "preload whole tables only while the fabric has at most this many ports (auto: "
         "sqrt(master-capacity x max(spread, 30 s)), 0: never); above it the warm set is asked")(
+        "burst-share", po::value(&burst_share)->default_value(burst_share),
+        "above preload-max-ports: cold misses to this percent of the fabric's ports within a "
+        "second ask the partition's table, one GetTable instead of a Get each (0: never)")(
+        "burst-coalesce-ms", po::value(&burst_coalesce_ms)->default_value(burst_coalesce_ms),
+        "above preload-max-ports: how long a cold miss waits for the others of its burst (0: "
+        "not at all)")(
         "warm-set-max", po::value(&warm_set_max)->default_value(warm_set_max),
         "paths used recently kept in the warm set and asked at start (0: none kept)")(
         "state-dir", po::value(&o.state_dir)->default_value(o.state_dir),
@@ -246,6 +254,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("requester-deadline-ms", requester_deadline_ms, 10L, 600'000L);
     require_range("spread-ms", spread_ms, 0L, 3'600'000L);
     require_range("warm-set-max", warm_set_max, 0L, 65'536L);
+    require_range("burst-share", burst_share, 0L, 100L);
+    require_range("burst-coalesce-ms", burst_coalesce_ms, 0L, 1'000L);
     if (preload_max_ports != "auto") {
         long v = -1;
         const auto* b = preload_max_ports.data();
@@ -271,6 +281,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         o.coherence.preload_destinations = std::move(*dests);
     }
     o.coherence.warm_set_max = static_cast<std::size_t>(warm_set_max);
+    o.coherence.burst_share_percent = static_cast<std::size_t>(burst_share);
+    o.coherence.burst_coalesce = std::chrono::milliseconds{burst_coalesce_ms};
     static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     if (std::find(std::begin(kLevels), std::end(kLevels), o.log_level) == std::end(kLevels))
         throw UsageError("--log-level: unknown level '" + o.log_level + "'");

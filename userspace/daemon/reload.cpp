@@ -103,6 +103,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
     };
     note(r, "preload-max-ports", max_ports(oc), max_ports(nc));
     note(r, "warm-set-max", oc.warm_set_max, nc.warm_set_max);
+    note(r, "burst-share", oc.burst_share_percent, nc.burst_share_percent);
+    note(r, "burst-coalesce-ms", oc.burst_coalesce.count(), nc.burst_coalesce.count());
     note(r, "state-dir", running.state_dir, fresh.state_dir);
     note(r, "preload-dest (destinations)", oc.preload_destinations.size(),
          nc.preload_destinations.size());

@@ -52,6 +52,8 @@ namespace localsa {
     X(reports_duplicate)                                                                           \
     X(invalidated_entries)                                                                         \
     X(invalidated_in_flight)                                                                       \
+    X(burst_tables)                                                                                \
+    X(burst_held)                                                                                  \
     X(refreshes)                                                                                   \
     X(refreshes_from_preload)                                                                      \
     X(refresh_changed)                                                                             \

@@ -27,6 +27,8 @@ PreloaderConfig preloader_config(const CoherenceConfig& c) {
     p.warm_max = c.warm_set_max;
     p.warm_save = c.warm_save;
     p.destinations = c.preload_destinations;
+    p.burst_share_percent = c.burst_share_percent;
+    p.burst_coalesce = c.burst_coalesce;
     return p;
 }
 } // namespace

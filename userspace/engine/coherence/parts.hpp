@@ -78,6 +78,11 @@ struct CoherenceConfig {
     std::size_t warm_set_max = 1024;
     std::chrono::milliseconds warm_save{std::chrono::minutes{5}};
     std::vector<cache::Destination> preload_destinations;
+    // Above preload_max_ports: cold misses to this share (percent) of the fabric's ports
+    // within a second ask the partition's table instead of a Get each (0: never); a miss
+    // waits `burst_coalesce` for the others of its burst.
+    std::size_t burst_share_percent = 50;
+    std::chrono::milliseconds burst_coalesce{5};
 
     // The fabric a power-on may preload whole: its N^2 records within the spread window at the
     // master's capacity (sqrt(capacity x spread); 774 ports with the defaults). A window below

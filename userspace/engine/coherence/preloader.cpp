@@ -23,17 +23,72 @@ Preloader::Preloader(boost::asio::any_io_executor executor, Clock& clock,
     : clock_(clock), transport_(transport), upstream_(upstream), table_(table),
       path_records_(path_records), counters_(counters), out_of_service_(out_of_service),
       config_(config), timer_(clock, executor), renew_timer_(clock, executor),
-      save_timer_(clock, executor), warm_(config.warm_max) {
+      save_timer_(clock, executor), warm_(config.warm_max), executor_(std::move(executor)) {
     path_records_.set_warm_set(&warm_);
+    install_burst_hooks();
+    update_miss_burst();
 }
 
 Preloader::~Preloader() {
     path_records_.set_warm_set(nullptr);
+    path_records_.set_miss_burst({});
+    path_records_.set_miss_burst_hooks({});
 }
 
 void Preloader::set_config(const PreloaderConfig& config) {
     config_ = config;
     warm_.set_max(config_.warm_max);
+    update_miss_burst();
+}
+
+std::size_t Preloader::burst_threshold() const {
+    const auto n = fabric_ports();
+    if (!config_.enabled || config_.burst_share_percent == 0 || n == 0 || full_tables())
+        return 0;
+    // A table costs the master N records in one transaction, read-through one record and one
+    // transaction per destination: asked once the port has missed this share of N, the table
+    // costs at most 100/share times the records read-through would have (2 at 50%), and saves
+    // all but one of the transactions. Never below 32 destinations.
+    return std::max<std::size_t>(32, n * config_.burst_share_percent / 100);
+}
+
+void Preloader::update_miss_burst() {
+    sa::MissBurstConfig c;
+    c.threshold = burst_threshold();
+    c.coalesce = config_.burst_coalesce;
+    const auto& was = path_records_.miss_burst();
+    if (c.threshold != was.threshold)
+        spdlog::info("cold misses: {}", c.threshold ? fmt::format("{} to one partition within a "
+                                                                  "second ask its table",
+                                                                  c.threshold)
+                                                    : std::string("each asked by its own Get"));
+    path_records_.set_miss_burst(c);
+}
+
+void Preloader::install_burst_hooks() {
+    sa::MissBurstHooks hooks;
+    hooks.call_after = [this](std::chrono::milliseconds delay, std::optional<std::uint16_t> pkey) {
+        auto& timer = burst_timers_.try_emplace(pkey, clock_, executor_).first->second;
+        timer.expires_after(delay);
+        timer.async_wait([this, pkey](auto ec) {
+            if (!ec)
+                path_records_.burst_closed(pkey);
+        });
+    };
+    hooks.ask_table = [this](std::optional<std::uint16_t> pkey) {
+        ask_table(
+            pkey, upstream::Priority::Client,
+            [this, pkey](bool ok) {
+                if (ok)
+                    // Above the threshold: kept until the epoch changes or it expires, never
+                    // renewed (renew_within drops it).
+                    path_records_.set_table_fresh_for(renew_interval() +
+                                                      path_records_.config().positive_ttl / 10);
+                path_records_.burst_table_arrived(pkey, ok);
+            },
+            [] {}); // a resync released the misses (PathRecordService::new_generation)
+    };
+    path_records_.set_miss_burst_hooks(std::move(hooks));
 }
 
 std::size_t Preloader::fabric_ports() const {
@@ -64,6 +119,7 @@ void Preloader::schedule() {
         else
             spdlog::warn("warm set: {}; starting with none", error);
         schedule_save();
+        update_miss_burst(); // the fabric's size, from the file
     }
     state_ = "waiting";
     timer_.expires_after(jitter_.up_to(config_.spread));
@@ -238,6 +294,28 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
         schedule_renewal();
         return;
     }
+    ++counters_.preload_transactions;
+    const auto pkey = pkeys[index];
+    ask_table(
+        pkey, upstream::Priority::Background,
+        [this, pkeys = std::move(pkeys), index, generation](bool ok) mutable {
+            if (!ok)
+                state_ = "partial";
+            // One transaction at a time, a short pause between: preload never bursts at
+            // the master.
+            timer_.expires_after(std::chrono::milliseconds{10});
+            timer_.async_wait([this, pkeys = std::move(pkeys), index, generation](auto ec) {
+                if (!ec)
+                    step(std::move(pkeys), index + 1, generation);
+                else
+                    running_ = false;
+            });
+        },
+        [this] { running_ = false; });
+}
+
+void Preloader::ask_table(std::optional<std::uint16_t> pkey, upstream::Priority priority,
+                          std::function<void(bool ok)> done, std::function<void()> superseded) {
     const auto port = transport_.port();
     mad::SaMad q;
     q.header.method = mad::method::kGetTable;
@@ -245,31 +323,45 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
     sa::PathRecord pr;
     pr.sgid = port.gid;
     q.comp_mask = sa::pr_mask::kSgid;
-    const auto pkey = pkeys[index];
     if (pkey) {
         pr.pkey = *pkey;
         q.comp_mask |= sa::pr_mask::kPKey;
     }
     pr.pack(q.data);
-    ++counters_.preload_transactions;
     upstream::SubmitOptions options;
-    options.priority = upstream::Priority::Background;
+    options.priority = priority;
     // The whole RMPP transfer must fit one try: about 3 records a segment, and a window of
-    // segments per try timeout. Sized by this PKey's last table, else by a fabric of 4,096.
-    const auto known = table_.size_of(pkey);
+    // segments per try timeout. Sized by this PKey's last table, else by the fabric's size,
+    // else by a fabric of 4,096.
+    auto known = table_.size_of(pkey);
+    if (known == 0)
+        known = fabric_ports();
     const auto segments = (known ? known : 4096) / 3 + 1;
     options.try_timeout = config_.try_timeout * static_cast<long>(1 + segments / 32);
+    // A burst's table (asked for requesters): one try. A master that is late with a table is
+    // busy with every node's, and asking again would add one; the try waits what all tries
+    // would, and at least as long as OpenSM keeps a request queued (max_msg_fifo_timeout,
+    // 10 s) plus the transfer: a table it took is answered within that.
+    if (priority == upstream::Priority::Client) {
+        options.single_try = true;
+        *options.try_timeout =
+            std::max(*options.try_timeout * static_cast<long>(upstream_.config().retries + 1),
+                     std::chrono::milliseconds{std::chrono::seconds{10}} + *options.try_timeout);
+    }
     upstream_.submit(
         q.pack(),
-        [this, pkeys = std::move(pkeys), index, generation, pkey](upstream::Reply r) mutable {
+        [this, pkey, generation = generation_, done = std::move(done),
+         superseded = std::move(superseded)](upstream::Reply r) {
             if (generation != generation_) {
-                running_ = false;
+                superseded();
                 return;
             }
+            bool ok = false;
             if (r.outcome == upstream::Outcome::Response) {
                 const auto status = mad::load_be16(r.response, mad::offset::kStatus);
                 auto recs = sa::response_records(r.response, sa::PathRecord::kSize);
                 if ((status == 0 || status == mad::status::kSaNoRecords) && recs.complete) {
+                    ok = true;
                     const auto now = clock_.now();
                     const auto until = trusted_ ? now + sa::PathRecordService::kTrustedHorizon
                                                 : now + std::max<Clock::duration>(
@@ -279,28 +371,20 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
                     warm_.fabric_ports =
                         std::max(warm_.fabric_ports, recs.bytes.size() / sa::PathRecord::kSize);
                     any_changed_ |= table_.replace(pkey, recs.bytes, until, now);
+                    update_miss_burst();
                     // A table the master built before a GID went out of service (its Report came
                     // first) must not bring the GID back.
                     for (const auto& gone : out_of_service_)
                         table_.erase_gid(gone);
                 } else {
-                    state_ = "partial";
                     spdlog::warn("preload: GetTable for PKey {} answered {}{}",
                                  pkey ? std::to_string(*pkey) : std::string("(none)"),
                                  mad::status_name(status), recs.complete ? "" : " (truncated)");
                 }
             } else {
-                state_ = "partial";
                 spdlog::warn("preload: GetTable unanswered; the cache reads through meanwhile");
             }
-            // One transaction at a time, a short pause between: preload never bursts at the master.
-            timer_.expires_after(std::chrono::milliseconds{10});
-            timer_.async_wait([this, pkeys = std::move(pkeys), index, generation](auto ec) {
-                if (!ec)
-                    step(std::move(pkeys), index + 1, generation);
-                else
-                    running_ = false;
-            });
+            done(ok);
         },
         options);
 }

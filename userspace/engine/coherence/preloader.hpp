@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -44,6 +46,11 @@ struct PreloaderConfig {
     std::chrono::milliseconds warm_save{std::chrono::minutes{5}};
     // The admin's destinations (--preload-dest), asked at start in either mode.
     std::vector<cache::Destination> destinations;
+    // Above the threshold: cold misses to this share of the fabric's ports within a second
+    // ask the partition's table instead (percent; 0: never), each miss waiting `burst_coalesce`
+    // for others (sa::MissBurstConfig).
+    std::size_t burst_share_percent = 50;
+    std::chrono::milliseconds burst_coalesce{5};
 };
 
 class Preloader {
@@ -85,6 +92,9 @@ public:
     // Without an epoch: how long after a renewal the next one may come (0.8 TTL, doubled after
     // each renewal that found nothing changed, up to --max-staleness-s).
     Clock::duration renew_interval() const;
+    // Distinct cold misses to a partition within a second that ask its table (0: never):
+    // above the threshold, burst_share_percent of the fabric's ports, at least 32.
+    std::size_t burst_threshold() const;
     // idle, disabled, waiting, loading, done, partial, warming or warm.
     const std::string& state() const { return state_; }
 
@@ -100,6 +110,13 @@ private:
     void warm_step(std::vector<cache::PathQueryKey> questions, std::size_t index,
                    std::uint64_t generation);
     void schedule_save();
+    // GetTable(PathRecord, SGID = this port [, PKey]) into the table; `done(ok)` after, or
+    // `superseded()` when a reset came first (its answer is dropped).
+    void ask_table(std::optional<std::uint16_t> pkey, upstream::Priority priority,
+                   std::function<void(bool ok)> done, std::function<void()> superseded);
+    // Gives PathRecordService the burst rule of the mode now (after the fabric's size is known).
+    void update_miss_burst();
+    void install_burst_hooks();
 
     Clock& clock_;
     transport::MadTransport& transport_;
@@ -124,6 +141,8 @@ private:
     bool renewal_ = false;     // the preload under way renews tables that were there
     bool any_changed_ = false; // one of its tables differed from the one it replaced
     int unchanged_renewals_ = 0;
+    boost::asio::any_io_executor executor_;
+    std::map<std::optional<std::uint16_t>, Timer> burst_timers_; // coalescing windows
 };
 
 } // namespace localsa::coherence

@@ -106,6 +106,12 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         forward(in, why);
         return;
     }
+    serve(in, key, hash);
+}
+
+void PathRecordService::serve(const transport::InboundMad& in, const cache::PathQueryKey& key,
+                              std::size_t hash, std::optional<Clock::time_point> asked) {
+    const auto m = in.bytes[mad::offset::kMethod];
     const auto now = clock_.now();
     if (const auto hit = cache_.find(key, hash, now)) {
         if (!stale_check_ || !is_stale(key, *hit)) {
@@ -155,6 +161,8 @@ void PathRecordService::handle(const transport::InboundMad& in) {
             ++counters_.stale_refused;
         }
     }
+    if (!asked && m == method::kGet && hold_for_burst(in, key, now))
+        return;
     auto [it, first] = pending_.try_emplace(key);
     if (!first) {
         // The same question is already on its way to the master. A retry of a request we
@@ -178,7 +186,7 @@ void PathRecordService::handle(const transport::InboundMad& in) {
         warm_set_->note(key, now);
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
-    options.deadline = now + config_.requester_deadline;
+    options.deadline = asked.value_or(now) + config_.requester_deadline;
     if (m == method::kGetTable)
         options.try_timeout = table_try_timeout(key);
     upstream_.submit(
@@ -187,6 +195,108 @@ void PathRecordService::handle(const transport::InboundMad& in) {
             on_upstream(key, generation, std::move(reply));
         },
         options);
+}
+
+void PathRecordService::set_miss_burst(const MissBurstConfig& config) {
+    burst_config_ = config;
+    if (config.threshold == 0)
+        for (auto& [pkey, burst] : bursts_)
+            if (!burst.table_asked)
+                burst.recent.clear(); // its held misses go at the window's end
+}
+
+bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
+                                       const cache::PathQueryKey& key, Clock::time_point now) {
+    // Only a Get the partition's table answers (PreloadTable::match): this port's SGID and one
+    // destination, nothing the table does not fix. The same question in flight is joined.
+    if (burst_config_.threshold == 0 || !burst_hooks_.ask_table || pending_.contains(key))
+        return false;
+    const auto mask = key.comp_mask;
+    if ((mask & ~cache::PreloadTable::kAnswerableMask) || !(mask & pr_mask::kSgid) ||
+        !(mask & (pr_mask::kDgid | pr_mask::kDlid)))
+        return false;
+    const Bytes pr = Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize);
+    if (!std::equal(transport_.port().gid.raw.begin(), transport_.port().gid.raw.end(),
+                    pr.begin() + pr_offset::kSgid))
+        return false;
+    const auto pkey = (mask & pr_mask::kPKey)
+                          ? std::optional<std::uint16_t>{load_be16(pr, pr_offset::kPKey)}
+                          : std::nullopt;
+    auto& burst = bursts_[pkey];
+    if (now < burst.quiet_until && !burst.table_asked)
+        return false;
+    // Bounded: requesters that retry while the table is on its way add a waiter each.
+    if (burst.held.size() >= 4 * burst_config_.threshold + kMaxWaitersPerQuestion)
+        return false;
+    burst.held.push_back({in, now});
+    ++counters_.burst_held;
+    if (burst.table_asked)
+        return true;
+    while (!burst.recent.empty() && burst.recent.front() + burst_config_.window <= now)
+        burst.recent.pop_front();
+    burst.recent.push_back(now);
+    if (burst.held.size() == 1)
+        burst_hooks_.call_after(burst_config_.coalesce, pkey);
+    return true;
+}
+
+void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
+    const auto b = bursts_.find(pkey);
+    if (b == bursts_.end() || b->second.table_asked || b->second.held.empty())
+        return;
+    auto& burst = b->second;
+    if (burst_config_.threshold != 0 && burst.recent.size() >= burst_config_.threshold) {
+        // Evidently talking to a large share of the fabric: one table answers this burst and
+        // whatever this port asks of the partition until the epoch changes (or its expiry).
+        burst.table_asked = true;
+        ++counters_.burst_tables;
+        spdlog::info("{} cold misses to PKey {} within {} ms: asking its table (one GetTable "
+                     "instead of a Get each)",
+                     burst.recent.size(), pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
+                     burst_config_.window.count());
+        burst.recent.clear();
+        burst_hooks_.ask_table(pkey);
+        return;
+    }
+    release_burst(pkey);
+}
+
+void PathRecordService::burst_table_arrived(std::optional<std::uint16_t> pkey, bool ok) {
+    const auto b = bursts_.find(pkey);
+    if (b == bursts_.end() || !b->second.table_asked)
+        return;
+    b->second.table_asked = false;
+    // A table that came answers the partition; one that did not (the master busy or gone) is
+    // not asked again at once: the misses read through meanwhile.
+    b->second.quiet_until = clock_.now() + (ok ? burst_config_.window : 10 * burst_config_.window);
+    if (!ok)
+        spdlog::warn("the table for a burst of cold misses did not come: {} misses asked one by "
+                     "one",
+                     b->second.held.size());
+    release_burst(pkey);
+}
+
+void PathRecordService::release_burst(std::optional<std::uint16_t> pkey) {
+    const auto b = bursts_.find(pkey);
+    if (b == bursts_.end())
+        return;
+    auto held = std::exchange(b->second.held, {});
+    for (const auto& [in, asked] : held) {
+        // The port may have changed meanwhile (a resync): the request is judged again.
+        if (const char* why = uncacheable_reason(in)) {
+            forward(in, why);
+            continue;
+        }
+        const auto key = key_of(in.bytes);
+        serve(in, key, cache_.prefetch(key), asked);
+    }
+}
+
+std::size_t PathRecordService::burst_held() const {
+    std::size_t n = 0;
+    for (const auto& [pkey, burst] : bursts_)
+        n += burst.held.size();
+    return n;
 }
 
 Clock::duration PathRecordService::jittered_ttl() {
@@ -229,6 +339,17 @@ void PathRecordService::new_generation() {
         retired_[generation_] = std::exchange(pending_, {});
     came_back_.clear(); // answers of retired questions are never stored
     ++generation_;
+    // A table asked for a burst is the former port's (the preloader drops its answer): the
+    // held misses go as misses of now.
+    std::vector<std::optional<std::uint16_t>> held;
+    for (auto& [pkey, burst] : bursts_) {
+        burst.table_asked = false;
+        burst.recent.clear();
+        if (!burst.held.empty())
+            held.push_back(pkey);
+    }
+    for (const auto& pkey : held)
+        release_burst(pkey);
 }
 
 void PathRecordService::on_gid_in_service(const sa::Gid& gid) {

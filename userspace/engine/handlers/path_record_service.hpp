@@ -14,6 +14,7 @@
 #include "transport/transport.hpp"
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -39,6 +40,27 @@ struct PathRecordConfig {
     // How long a requester waits for localsad before it asks the master itself (the kernel's
     // sa_redirect_timeout_ms): a miss not sent by then is dropped, and not tried again after.
     std::chrono::milliseconds requester_deadline{200};
+};
+
+// A burst of cold misses (above the preload threshold, where no table is kept): a port that
+// asks a large share of the fabric at once, as every rank of an all-to-all job start does,
+// costs the master one GetTable of the partition instead of a Get per destination (issue 25).
+struct MissBurstConfig {
+    // Distinct misses to one partition within `window` that make the table worth asking: a
+    // share of the fabric's ports (Preloader::burst_threshold()); 0: never.
+    std::size_t threshold = 0;
+    // How long a cold miss waits for others before it goes alone.
+    std::chrono::milliseconds coalesce{5};
+    std::chrono::milliseconds window{1000};
+};
+
+// What the preloader does for a burst (Coherence owns the timers and the tables).
+struct MissBurstHooks {
+    // Calls PathRecordService::burst_closed(pkey) after `delay`.
+    std::function<void(std::chrono::milliseconds delay, std::optional<std::uint16_t> pkey)>
+        call_after;
+    // Asks the table of `pkey` from this port; PathRecordService::burst_table_arrived follows.
+    std::function<void(std::optional<std::uint16_t> pkey)> ask_table;
 };
 
 class PathRecordService {
@@ -108,6 +130,19 @@ public:
     // after which a used answer is asked again even on an unchanged epoch.
     static constexpr Clock::duration kTrustedHorizon = std::chrono::hours{24 * 7};
 
+    // Cold misses in a burst (MissBurstConfig): held for the coalescing window, then asked
+    // one by one, or answered from the partition's table once it arrives.
+    void set_miss_burst(const MissBurstConfig& config);
+    void set_miss_burst_hooks(MissBurstHooks hooks) { burst_hooks_ = std::move(hooks); }
+    const MissBurstConfig& miss_burst() const { return burst_config_; }
+    // The coalescing window of `pkey`'s held misses ended: one table, or a Get each.
+    void burst_closed(std::optional<std::uint16_t> pkey);
+    // The table asked for a burst arrived (`ok`) or not: the held misses are served again,
+    // from the table where it answers them, else each by its own Get.
+    void burst_table_arrived(std::optional<std::uint16_t> pkey, bool ok);
+    // Misses held for a burst now, for stats and tests.
+    std::size_t burst_held() const;
+
     // Misses waiting for the master, for stats and tests (those asked before a resync too).
     std::size_t pending() const;
     // A resync: answers to questions asked before it are relayed to their requesters but never
@@ -126,6 +161,16 @@ private:
         std::vector<std::uint8_t> request;
     };
 
+    // After the checks: from the cache, the preload table, a held burst or the master.
+    // `asked`: when the request came (a miss released from a burst is not held again, and
+    // is not sent once its requester stopped waiting).
+    void serve(const transport::InboundMad& request, const cache::PathQueryKey& key,
+               std::size_t hash, std::optional<Clock::time_point> asked = std::nullopt);
+    // Holds a cold Get for a burst; false when it goes to the master now.
+    bool hold_for_burst(const transport::InboundMad& request, const cache::PathQueryKey& key,
+                        Clock::time_point now);
+    // Serves the misses held for `pkey`'s burst again, none held any more.
+    void release_burst(std::optional<std::uint16_t> pkey);
     // Why a request may not be answered from the cache (nullptr: it may).
     const char* uncacheable_reason(const transport::InboundMad& request) const;
     // Relays the request to the master uncached, the answer back unchanged.
@@ -169,6 +214,20 @@ private:
         bool many = false;
     };
     std::unordered_map<cache::PathQueryKey, CameBack, cache::PathQueryKeyHash> came_back_;
+    // Cold misses per partition (MissBurstConfig).
+    struct Burst {
+        struct Held {
+            transport::InboundMad request;
+            Clock::time_point asked;
+        };
+        std::vector<Held> held;               // waiting for the window's end or the table
+        std::deque<Clock::time_point> recent; // distinct misses within the window
+        bool table_asked = false;
+        Clock::time_point quiet_until{}; // after a table: no other before
+    };
+    MissBurstConfig burst_config_;
+    MissBurstHooks burst_hooks_;
+    std::map<std::optional<std::uint16_t>, Burst> bursts_;
     // Questions asked by warm() and not answered yet.
     std::unordered_set<cache::PathQueryKey, cache::PathQueryKeyHash> warming_;
     StaleCheck stale_check_;

@@ -25,6 +25,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
     long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
-    long preload_max_ports = -1;
+    long preload_max_ports = -1, burst_share = -1;
     bool check = false;
     std::size_t max_bytes_per_node = FleetParams{}.max_bytes_per_node;
 
@@ -174,6 +175,8 @@ int main(int argc, char** argv) {
         "preload-max-ports", po::value(&preload_max_ports),
         "localsad's --preload-max-ports (default: auto); a node knows the fabric's size from "
         "its warm set file, as after its first start")(
+        "burst-share", po::value(&burst_share),
+        "localsad's --burst-share (default: localsad's; 0: each cold miss read through)")(
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
         "--check at N >= 256: memory per simulated node at most (issue 25: 200 KB)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
@@ -255,6 +258,8 @@ int main(int argc, char** argv) {
         p.local_sa.upstream.background_burst = static_cast<unsigned>(master_burst);
     if (preload_max_ports >= 0)
         p.coherence.preload_max_ports = static_cast<std::size_t>(preload_max_ports);
+    if (burst_share >= 0)
+        p.coherence.burst_share_percent = static_cast<std::size_t>(std::min(burst_share, 100L));
 
     nlohmann::json out;
     out["nodes"] = nodes;
@@ -278,6 +283,7 @@ int main(int argc, char** argv) {
          : nodes <= p.coherence.preload_max_ports.value_or(p.coherence.preload_max_ports_auto())
              ? "tables"
              : "warm set"},
+        {"burst_share", p.coherence.burst_share_percent},
         {"subscription_check_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.coherence.subscription_check).count()}};
     out["scenarios"] = nlohmann::json::array();
