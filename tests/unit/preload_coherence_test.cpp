@@ -18,6 +18,14 @@ using namespace localsa::test;
 using namespace std::chrono_literals;
 
 namespace {
+// A Get from this port to a destination named by its LID only (no DGID).
+std::vector<std::uint8_t> path_request_by_lid(std::uint64_t tid, std::uint16_t dlid) {
+    auto req = path_request(tid, 0);
+    mad::store_be64(req, mad::offset::kCompMask,
+                    sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kNumbPath);
+    mad::store_be16(req, 56 + sa::pr_offset::kDlid, dlid);
+    return req;
+}
 
 sa::PathRecord request_record(std::uint64_t dguid) {
     sa::PathRecord r;
@@ -331,10 +339,7 @@ TEST_CASE("coherence: trap 64 drops a \"no such path\" that may be about the ret
     // While the port of GID 0x100007 (LID 11) is away, a Get by its LID finds no path: OpenSM
     // answers NO_RECORDS (no port has that DLID), kept for the negative TTL. The question names
     // no GID of that port.
-    auto by_lid = path_request(1, 0);
-    mad::store_be64(by_lid, mad::offset::kCompMask,
-                    sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kNumbPath);
-    mad::store_be16(by_lid, 56 + sa::pr_offset::kDlid, 11);
+    auto by_lid = path_request_by_lid(1, 11);
     sa.dispatch(from_lid(kOwnLid, by_lid));
     auto up = transport.take();
     REQUIRE(up.size() == 1);
@@ -368,10 +373,7 @@ TEST_CASE("coherence: a \"no such path\" asked before trap 64 and answered after
     transport.take();
     // Two misses go to the master while the port of GID 0x100007 (LID 11) is away: one by its
     // LID, one about another port by both GIDs.
-    auto by_lid = path_request(1, 0);
-    mad::store_be64(by_lid, mad::offset::kCompMask,
-                    sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kNumbPath);
-    mad::store_be16(by_lid, 56 + sa::pr_offset::kDlid, 11);
+    auto by_lid = path_request_by_lid(1, 11);
     const auto other = path_request(2, 0x100009);
     sa.dispatch(from_lid(kOwnLid, by_lid));
     sa.dispatch(from_lid(kOwnLid, other));

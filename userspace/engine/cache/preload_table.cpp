@@ -178,10 +178,8 @@ std::size_t PreloadTable::size() const {
     return n;
 }
 
-std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uint64_t mask,
-                                                        const sa::Gid& own, Clock::time_point now,
-                                                        Clock::time_point* fetched, bool count_use,
-                                                        Clock::time_point fetched_since) const {
+std::optional<std::optional<std::uint16_t>>
+PreloadTable::table_for(mad::Bytes req, std::uint64_t mask, const sa::Gid& own) {
     if (mask & ~kAnswerableMask)
         return std::nullopt;
     if (!(mask & (kDgid | kDlid)))
@@ -195,9 +193,18 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
         return std::nullopt;
     if ((mask & kNumbPath) && (req[pr_offset::kReversibleNumbPath] & 0x7f) == 0)
         return std::nullopt;
-    const auto pkey = (mask & kPKey)
-                          ? std::optional<std::uint16_t>{mad::load_be16(req, pr_offset::kPKey)}
+    return (mask & kPKey) ? std::optional<std::uint16_t>{mad::load_be16(req, pr_offset::kPKey)}
                           : std::nullopt;
+}
+
+std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uint64_t mask,
+                                                        const sa::Gid& own, Clock::time_point now,
+                                                        Clock::time_point* fetched, bool count_use,
+                                                        Clock::time_point fetched_since) const {
+    const auto table = table_for(req, mask, own);
+    if (!table)
+        return std::nullopt;
+    const auto& pkey = *table;
     auto it = tables_.find(pkey);
     if (it == tables_.end() || it->second.expires <= now || it->second.fetched < fetched_since)
         return std::nullopt;

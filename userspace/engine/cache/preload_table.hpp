@@ -58,6 +58,11 @@ public:
                                 Clock::time_point* fetched = nullptr, bool count_use = true,
                                 Clock::time_point fetched_since = {}) const;
 
+    // The table (by PKey; nullopt inside: the one asked without a PKey) that would answer a Get
+    // with this mask and record from the port whose GID is `own`; nullopt when no table could.
+    static std::optional<std::optional<std::uint16_t>>
+    table_for(mad::Bytes request_record, std::uint64_t comp_mask, const sa::Gid& own);
+
     // The component mask bits a Get may use to be answered from the table.
     static constexpr std::uint64_t kAnswerableMask =
         sa::pr_mask::kSgid | sa::pr_mask::kDgid | sa::pr_mask::kDlid | sa::pr_mask::kSlid |

@@ -82,8 +82,7 @@ void Preloader::install_burst_hooks() {
                 if (ok)
                     // Above the threshold: kept until the epoch changes or it expires, never
                     // renewed (renew_within drops it).
-                    path_records_.set_table_fresh_for(renew_interval() +
-                                                      path_records_.config().positive_ttl / 10);
+                    path_records_.set_table_fresh_for(table_freshness());
                 path_records_.burst_table_arrived(pkey, ok);
             },
             [] {}); // a resync released the misses (PathRecordService::new_generation)
@@ -276,8 +275,7 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
             spdlog::info("preload: a fabric of {} ports, above --preload-max-ports {}: the table "
                          "is not renewed, what is used is read through",
                          fabric_ports(), config_.max_ports);
-            path_records_.set_table_fresh_for(renew_interval() +
-                                              path_records_.config().positive_ttl / 10);
+            path_records_.set_table_fresh_for(table_freshness());
             return;
         }
         if (renewal_ && state_ == "partial") {
@@ -288,8 +286,7 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
         } else {
             unchanged_renewals_ = 0;
         }
-        path_records_.set_table_fresh_for(renew_interval() +
-                                          path_records_.config().positive_ttl / 10);
+        path_records_.set_table_fresh_for(table_freshness());
         path_records_.set_table_renewal_failed(state_ == "partial");
         schedule_renewal();
         return;
@@ -414,6 +411,10 @@ void Preloader::schedule_renewal() {
 } // namespace localsa::coherence
 
 namespace localsa::coherence {
+
+Clock::duration Preloader::table_freshness() const {
+    return renew_interval() + path_records_.config().positive_ttl / 10;
+}
 
 Clock::duration Preloader::renew_interval() const {
     const auto ttl = path_records_.config().positive_ttl;

@@ -92,6 +92,8 @@ public:
     // Without an epoch: how long after a renewal the next one may come (0.8 TTL, doubled after
     // each renewal that found nothing changed, up to --max-staleness-s).
     Clock::duration renew_interval() const;
+    // How long after it came a table refreshes answers without the epoch (renewed by then).
+    Clock::duration table_freshness() const;
     // Distinct cold misses to a partition within a second that ask its table (0: never):
     // above the threshold, burst_share_percent of the fabric's ports, at least 32.
     std::size_t burst_threshold() const;

@@ -198,30 +198,21 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
 }
 
 void PathRecordService::set_miss_burst(const MissBurstConfig& config) {
-    burst_config_ = config;
-    if (config.threshold == 0)
-        for (auto& [pkey, burst] : bursts_)
-            if (!burst.table_asked)
-                burst.recent.clear(); // its held misses go at the window's end
+    burst_config_ = config; // misses held now go at their window's end (burst_closed)
 }
 
 bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
                                        const cache::PathQueryKey& key, Clock::time_point now) {
-    // Only a Get the partition's table answers (PreloadTable::match): this port's SGID and one
-    // destination, nothing the table does not fix. The same question in flight is joined.
+    // Only a Get the partition's table answers (PreloadTable::match). The same question in
+    // flight is joined.
     if (burst_config_.threshold == 0 || !burst_hooks_.ask_table || pending_.contains(key))
         return false;
-    const auto mask = key.comp_mask;
-    if ((mask & ~cache::PreloadTable::kAnswerableMask) || !(mask & pr_mask::kSgid) ||
-        !(mask & (pr_mask::kDgid | pr_mask::kDlid)))
+    const auto table =
+        cache::PreloadTable::table_for(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
+                                       key.comp_mask, transport_.port().gid);
+    if (!table)
         return false;
-    const Bytes pr = Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize);
-    if (!std::equal(transport_.port().gid.raw.begin(), transport_.port().gid.raw.end(),
-                    pr.begin() + pr_offset::kSgid))
-        return false;
-    const auto pkey = (mask & pr_mask::kPKey)
-                          ? std::optional<std::uint16_t>{load_be16(pr, pr_offset::kPKey)}
-                          : std::nullopt;
+    const auto pkey = *table;
     auto& burst = bursts_[pkey];
     if (now < burst.quiet_until && !burst.table_asked)
         return false;
