@@ -6,6 +6,7 @@
 #include "engine/cache/path_cache.hpp"
 #include "engine/cache/preload_table.hpp"
 #include "engine/coherence/coherence.hpp"
+#include "engine/coherence/refresher.hpp"
 #include "engine/local_sa.hpp"
 #include "engine/upstream/upstream_client.hpp"
 #include "ib/notice.hpp"
@@ -198,6 +199,78 @@ TEST_CASE("coherence: only used answers are refreshed, idle ones leave the cache
     CHECK(sa.cache().size() == 1);
     CHECK(sa.cache().idle_expired() == 1);
     CHECK(sa.counters().pr_cache_misses == 2);
+}
+
+TEST_CASE("the refresher sleeps until an answer falls due: an idle hour costs no wake-up",
+          "[coherence][idle][wakeups]") {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSaConfig lc;
+    lc.path_record.positive_ttl = 300s;
+    LocalSa sa(io.get_executor(), clock, transport, lc);
+    auto parts = sa.coherence_parts();
+    coherence::Refresher refresher(io.get_executor(), clock, parts.cache, parts.path_records,
+                                   parts.upstream, 200, 0ms);
+    refresher.start();
+
+    // Nothing cached: a node whose answers the routing epoch vouches for is in this state.
+    // (Ticking ten times a second, the refresher woke 36,000 times in this hour.)
+    auto fired = clock.fired();
+    clock.advance(1h);
+    CHECK(clock.fired() - fired == 0);
+
+    // One answer, used once: refreshed once at its refresh time, then dropped unused; the
+    // hour costs a few wake-ups, not one per slice.
+    cache_path(sa, transport, 0x100005, 8);
+    std::optional<Clock::time_point> refresh_at;
+    sa.cache().for_each(
+        [&](const cache::PathQueryKey&, const cache::PathAnswer& a) { refresh_at = a.refresh_at; });
+    REQUIRE(refresh_at);
+    fired = clock.fired();
+    clock.advance_to(*refresh_at - 1ms);
+    CHECK(transport.take().empty());
+    clock.advance(2ms);
+    auto up = transport.take();
+    REQUIRE(up.size() == 1); // the refresh, at its time
+    CHECK(up[0].to.lid == kSmLid);
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    clock.advance(1h);
+    CHECK(transport.take().empty());
+    CHECK(sa.cache().size() == 0); // unused since: dropped at its next refresh time
+    CHECK(clock.fired() - fired <= 4);
+}
+
+TEST_CASE("a store that queues an earlier refresh wakes the sleeping refresher",
+          "[coherence][idle][wakeups]") {
+    boost::asio::io_context io;
+    ManualClock clock{io};
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, LocalSaConfig{});
+    auto parts = sa.coherence_parts();
+    coherence::Refresher refresher(io.get_executor(), clock, parts.cache, parts.path_records,
+                                   parts.upstream, 200, 0ms);
+    refresher.start();
+    const auto t0 = clock.now();
+    parts.cache.store(key_of(1), one_record(t0 + 10min, t0 + 1h, t0));
+    clock.advance(1s); // asleep until t0 + 10 min
+    parts.cache.store(key_of(2), one_record(t0 + 1min, t0 + 1h, t0));
+    clock.advance_to(t0 + 1min - 1ms);
+    CHECK(transport.take().empty());
+    clock.advance(2ms);
+    auto up = transport.take();
+    REQUIRE(up.size() == 1); // key 2's refresh, on time
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    clock.advance_to(t0 + 10min - 1ms);
+    CHECK(transport.take().empty()); // key 2 unused since: dropped, not refreshed
+    clock.advance(2ms);
+    up = transport.take();
+    REQUIRE(up.size() == 1); // key 1's
+    sa.dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    refresher.stop();
+    parts.cache.store(key_of(3), one_record(clock.now() + 1min, clock.now() + 1h, clock.now()));
+    clock.advance(1h);
+    CHECK(transport.take().empty()); // stopped: no store wakes it
 }
 
 // ------------------------------------------------------------------ 3. one budget per node

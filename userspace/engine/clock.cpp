@@ -43,6 +43,7 @@ struct ManualClock::State {
     std::uint64_t next_seq = 0;
     std::map<Key, ManualTimer*> armed;
     bool advancing = false;
+    std::uint64_t fired = 0;
 };
 
 namespace {
@@ -150,6 +151,7 @@ void ManualClock::advance_to(time_point t) {
         auto* timer = first->second;
         state_->armed.erase(first);
         state_->now = std::max(state_->now, expiry);
+        ++state_->fired;
         timer->fire();
         run_ready();
     }
@@ -165,6 +167,10 @@ std::optional<Clock::time_point> ManualClock::next_expiry() const {
 
 std::size_t ManualClock::armed() const {
     return state_->armed.size();
+}
+
+std::uint64_t ManualClock::fired() const {
+    return state_->fired;
 }
 
 void ManualClock::run_ready() {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -112,6 +113,8 @@ public:
     std::optional<time_point> next_expiry() const;
     // Timers armed and waiting.
     std::size_t armed() const;
+    // Timers fired since construction: what a node's idle hour costs it in wake-ups.
+    std::uint64_t fired() const;
 
     struct State; // shared with the timers, so a timer outliving the clock stays safe to destroy
 

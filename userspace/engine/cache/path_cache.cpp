@@ -523,8 +523,11 @@ void PathCache::store(const PathQueryKey& key, const PathAnswer& answer) {
         if (refresh_queue_.empty() || rel < 0 || rel >= kWindow)
             rebase_queue(answer.refresh_at);
         e.queued_at = queue_ms(answer.refresh_at, true);
+        const bool earliest = refresh_queue_.empty() || e.queued_at < refresh_queue_.front().at;
         refresh_queue_.push_back({e.queued_at, n});
         std::push_heap(refresh_queue_.begin(), refresh_queue_.end(), std::greater<>{});
+        if (earliest && earlier_refresh_)
+            earlier_refresh_(*next_refresh());
     }
     // Bound the queue: stale items (erased or re-stored entries) are dropped when it doubles.
     if (refresh_queue_.size() > 2 * size_ + 1024) {
@@ -586,6 +589,13 @@ void PathCache::rebase_queue(Clock::time_point t) {
     queue_base_ +=
         shift_ms *
         std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1}).count();
+}
+
+std::optional<Clock::time_point> PathCache::next_refresh() const {
+    if (refresh_queue_.empty())
+        return std::nullopt;
+    return Clock::time_point{Clock::duration{queue_base_}} +
+           std::chrono::milliseconds{refresh_queue_.front().at};
 }
 
 std::vector<PathQueryKey> PathCache::due_for_refresh(Clock::time_point now, std::size_t limit,

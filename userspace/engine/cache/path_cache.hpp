@@ -153,6 +153,14 @@ public:
                                               Clock::duration idle_window = Clock::duration::max());
     // Answers dropped by due_for_refresh for lack of use, since construction.
     std::uint64_t idle_expired() const { return idle_expired_; }
+    // The earliest refresh time queued, if any (it may belong to an answer erased since: a
+    // caller that wakes for it finds nothing due, and the time moves on).
+    std::optional<Clock::time_point> next_refresh() const;
+    // Called when a store queues a refresh earlier than every one queued before it, with that
+    // time: whoever sleeps until next_refresh() wakes earlier.
+    void on_earlier_refresh(std::function<void(Clock::time_point)> listener) {
+        earlier_refresh_ = std::move(listener);
+    }
 
     // Introspection for tests and the benchmark.
     std::size_t index_capacity() const { return index_.size(); }
@@ -257,6 +265,7 @@ private:
     std::vector<RefreshItem> refresh_queue_;
     Clock::rep queue_base_ = 0;
     std::uint64_t idle_expired_ = 0;
+    std::function<void(Clock::time_point)> earlier_refresh_;
     // The mentions: tag of the GID or LID, entry number * 4 + which of its subjects + 1 (slots
     // 0-1 its GIDs, 2-3 its LIDs); linear probing and backward-shift deletion as the index.
     std::vector<Slot> mentions_;

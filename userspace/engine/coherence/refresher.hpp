@@ -1,6 +1,8 @@
 // Coherence's refresh: asks the master again for the cached answers that fall due and were used
 // since their last refresh (idle ones leave the cache), smoothly, within the refresh rate and
-// the node's master budget.
+// the node's master budget. It sleeps until the next refresh falls due (the cache wakes it when
+// a store queues an earlier one): a cache with nothing to refresh, as under a routing epoch,
+// costs the node no wake-ups.
 #pragma once
 
 #include "engine/cache/path_cache.hpp"
@@ -11,6 +13,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 
 namespace localsa::coherence {
 
@@ -20,16 +24,24 @@ public:
               sa::PathRecordService& path_records, upstream::UpstreamClient& upstream,
               unsigned rate, std::chrono::milliseconds idle_window);
 
-    void start() { schedule(); }
-    void stop() { timer_.cancel(); }
+    ~Refresher() { cache_.on_earlier_refresh({}); }
+    Refresher(const Refresher&) = delete;
+    Refresher& operator=(const Refresher&) = delete;
+
+    void start();
+    void stop();
     // From the next slice on.
     void set_limits(unsigned rate, std::chrono::milliseconds idle_window) {
         rate_ = rate;
         idle_window_ = idle_window;
     }
 
+    // Times the refresher woke, since construction (the cost of an idle node in wake-ups).
+    std::uint64_t wakeups() const { return wakeups_; }
+
 private:
-    void schedule();
+    void arm(Clock::time_point at);
+    void wake();
 
     Clock& clock_;
     cache::PathCache& cache_;
@@ -39,6 +51,10 @@ private:
     std::chrono::milliseconds idle_window_;
     Timer timer_;
     double credit_ = 0; // refreshes allowed but not yet sent (rates below 10/s)
+    Clock::time_point credited_at_{};
+    std::optional<Clock::time_point> armed_at_; // when the timer fires; none: asleep
+    bool running_ = false;
+    std::uint64_t wakeups_ = 0;
 };
 
 } // namespace localsa::coherence

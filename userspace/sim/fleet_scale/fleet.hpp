@@ -167,6 +167,7 @@ private:
     MasterQueue queue_;
     std::int64_t worst_client_wait_us_ = 0;
     long rss_after_job_kb_ = 0;
+    std::uint64_t fired_at_t0_ = 0; // the clock's timer firings when the measured span began
     // The process's resident memory before the fleet was built (after malloc_trim), and whether
     // its peak (VmHWM) was reset then, so that the scenario's own peak is read.
     long rss_before_kb_ = 0;
