@@ -321,3 +321,77 @@ TEST_CASE("preload: without an epoch, a table whose renewal failed is served pas
     CHECK(n.sa->counters().pr_preload_hits == 2);
     CHECK(n.sa->counters().stale_served == 1);
 }
+
+TEST_CASE("preload: a table the master did not send is asked again, backing off",
+          "[coherence][preload][retry]") {
+    auto cc = epoch_on();
+    cc.routing_epoch = false;
+    cc.preload = true;
+    auto lc = short_ttl();
+    lc.path_record.positive_ttl = 300s; // no renewal in the hour
+    Node n(lc, cc);
+    const auto table = table_records({{0x100005, 8}, {0x100007, 11}});
+    n.clock.advance(15ms);
+    REQUIRE(n.serve(0, table, false) == 1); // the first table: lost (or OpenSM's first sweep)
+    n.clock.advance(100ms);
+    CHECK(n.coh->preload_state() == "partial");
+    // The master keeps ignoring it for an hour: asked again at 2.5-5 s, doubling, at most
+    // every 10 min; not forever at once, not never.
+    int tables = 0;
+    std::vector<Clock::time_point> asked;
+    const auto t0 = n.clock.now();
+    while (n.clock.now() < t0 + 1h) {
+        n.clock.advance(100ms);
+        const int k = n.serve(0, table, false);
+        tables += k;
+        if (k)
+            asked.push_back(n.clock.now());
+    }
+    CHECK(tables >= 8);
+    CHECK(tables <= 20);
+    REQUIRE(asked.size() >= 2);
+    CHECK(asked[0] - t0 >= 2500ms);
+    CHECK(asked[0] - t0 <= 5200ms);
+    for (std::size_t i = 1; i < asked.size(); ++i)
+        CHECK(asked[i] - asked[i - 1] <= 10min + 1s);
+    // Then it answers: the preload is done and nothing more is asked.
+    bool done = false;
+    for (int i = 0; i < 70000 && !done; ++i) {
+        n.clock.advance(10ms);
+        n.serve(0, table, true);
+        done = n.coh->preload_state() == "done";
+    }
+    CHECK(done);
+    CHECK(n.sa->preload().size() == 2);
+    tables = 0;
+    for (int i = 0; i < 600; ++i) {
+        n.clock.advance(1s);
+        tables += n.serve(0, table, true);
+    }
+    CHECK(tables == 0);
+}
+
+TEST_CASE("preload: under a trusted epoch, a table not received is asked again",
+          "[coherence][preload][retry][epoch]") {
+    auto cc = epoch_on();
+    cc.preload = true;
+    auto lc = short_ttl();
+    lc.path_record.positive_ttl = 300s;
+    Node n(lc, cc);
+    const auto table = table_records({{0x100005, 8}, {0x100007, 11}});
+    // The epoch's record first, then the table, which is lost.
+    int tables = 0;
+    for (int i = 0; i < 10; ++i) {
+        n.clock.advance(5ms);
+        tables += n.serve(7, table, false);
+    }
+    REQUIRE(n.coh->epoch_trusted());
+    REQUIRE(tables == 1);
+    for (int i = 0; i < 1000 && n.coh->preload_state() != "done"; ++i) {
+        n.clock.advance(10ms);
+        n.serve(7, table, true);
+    }
+    CHECK(n.coh->preload_state() == "done");
+    n.ask(1, 0x100005);
+    CHECK(n.sa->counters().pr_preload_hits == 1);
+}

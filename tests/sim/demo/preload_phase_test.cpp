@@ -134,6 +134,9 @@ TEST_CASE("fleet preload: N nodes cost the master N GetTables, whatever the shar
         CHECK(phase.finished());
         CHECK(get_tables > kNodes); // tables sent twice
         CHECK(f.counters().upstream_retries > 0);
-        CHECK(phase.states()["done"] < kNodes); // and some tried three times in vain
+        // Some tried three times in vain; their preload asked the table again later (a partial
+        // preload is retried) and got it.
+        CHECK(f.counters().preload_transactions > kNodes);
+        CHECK(phase.states()["done"] == kNodes);
     }
 }

@@ -135,6 +135,8 @@ void Preloader::reset() {
     running_ = false;
     timer_.cancel(); // the warm set's save goes on
     renew_timer_.cancel();
+    failed_.clear();
+    retry_delay_ = kRetryFirst;
     state_ = config_.enabled ? "waiting" : "disabled";
 }
 
@@ -248,11 +250,30 @@ void Preloader::start() {
     std::vector<std::optional<std::uint16_t>> pkeys(distinct.begin(), distinct.end());
     if (pkeys.empty())
         pkeys.emplace_back(std::nullopt);
+    load(std::move(pkeys), table_.size() > 0);
+}
+
+void Preloader::load(std::vector<std::optional<std::uint16_t>> pkeys, bool renewal) {
+    timer_.cancel(); // a retry waiting is overtaken
     running_ = true;
-    renewal_ = table_.size() > 0;
+    renewal_ = renewal;
     any_changed_ = false;
+    failed_.clear();
     state_ = "loading";
     step(std::move(pkeys), 0, generation_);
+}
+
+void Preloader::schedule_retry() {
+    const auto delay = retry_delay_ / 2 + jitter_.up_to(retry_delay_ / 2);
+    spdlog::info("preload: {} table(s) not received, asked again in {} ms", failed_.size(),
+                 delay.count());
+    retry_delay_ = std::min(retry_delay_ * 2, kRetryMax);
+    timer_.expires_after(delay);
+    timer_.async_wait([this, pkeys = failed_, generation = generation_](auto ec) mutable {
+        if (ec || generation != generation_ || running_ || !transport_.port().active())
+            return; // a resync's fresh preload, or one under way, asks them anyway
+        load(std::move(pkeys), false);
+    });
 }
 
 void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
@@ -278,6 +299,11 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
             path_records_.set_table_fresh_for(table_freshness());
             return;
         }
+        if (!renewal_ && !failed_.empty()) {
+            schedule_retry();
+        } else if (!renewal_) {
+            retry_delay_ = kRetryFirst;
+        }
         if (renewal_ && state_ == "partial") {
             // A failed renewal waits for a new use: the master may be gone for long.
             table_.forget_use();
@@ -296,8 +322,10 @@ void Preloader::step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_
     ask_table(
         pkey, upstream::Priority::Background,
         [this, pkeys = std::move(pkeys), index, generation](bool ok) mutable {
-            if (!ok)
+            if (!ok) {
                 state_ = "partial";
+                failed_.push_back(pkeys[index]);
+            }
             // One transaction at a time, a short pause between: preload never bursts at
             // the master.
             timer_.expires_after(std::chrono::milliseconds{10});

@@ -100,7 +100,16 @@ public:
     // idle, disabled, waiting, loading, done, partial, warming or warm.
     const std::string& state() const { return state_; }
 
+    // A table not received is asked again after 5 s, doubling up to 10 min, each wait
+    // jittered (half to all of it) so that the nodes a master ignored do not come back together.
+    static constexpr std::chrono::milliseconds kRetryFirst{std::chrono::seconds{5}};
+    static constexpr std::chrono::milliseconds kRetryMax{std::chrono::minutes{10}};
+
 private:
+    // Asks the tables of `pkeys`, one at a time (a renewal when they replace tables in use).
+    void load(std::vector<std::optional<std::uint16_t>> pkeys, bool renewal);
+    // After a first preload that missed tables: those again, after the back-off.
+    void schedule_retry();
     void step(std::vector<std::optional<std::uint16_t>> pkeys, std::size_t index,
               std::uint64_t generation);
     // After a preload: renews the tables once they were used and are 0.8 TTL old; gives up
@@ -143,6 +152,11 @@ private:
     bool renewal_ = false;     // the preload under way renews tables that were there
     bool any_changed_ = false; // one of its tables differed from the one it replaced
     int unchanged_renewals_ = 0;
+    // The partitions whose table the preload under way did not get, asked again after
+    // retry_delay_ (doubling up to kRetryMax): a lost or BUSY answer, or OpenSM ignoring SA
+    // requests during its first sweep, must not leave the preload partial until a resync.
+    std::vector<std::optional<std::uint16_t>> failed_;
+    std::chrono::milliseconds retry_delay_{kRetryFirst};
     boost::asio::any_io_executor executor_;
     std::map<std::optional<std::uint16_t>, Timer> burst_timers_; // coalescing windows
 };
