@@ -7,6 +7,9 @@
 #     then sends the MAD, redirected to localsad, which answers it from the same cache entry
 #     (the rebuilt query is the kernel's own): OpenSM sees one PathRecord query, not two;
 #   localsad stopped: netlink timeout (800 ms), then the redirected MAD's (200 ms), then the SM;
+#   localsad killed while a query waits on netlink: the MAD keeps the redirect decided before
+#     netlink, the port without agent refuses it, the SM answers: the netlink timeout plus one
+#     round trip, no sa_redirect_timeout_ms;
 #   localsad killed: no listener, no agent: straight to the SM.
 # Usage: tests/vm/netlink_redirect.test.sh 6.1|6.12
 # vm-lines: 6.12
@@ -101,9 +104,31 @@ check "... after both timeouts ($KERNEL_TIMEOUT_MS + $REDIR_MS <= $e ms)" \
 eq "... the redirected MAD fell back to the SM" $((fb0 + 1)) "$(redir 5)"
 kill -CONT "$DAEMON"
 
-section "localsad killed"
+section "localsad killed while a query is parked on netlink"
+# The redirect is decided when the query is built, before netlink; the MAD that the netlink
+# timeout releases keeps that decision. A target that died meanwhile costs one refusal
+# (the MAD layer answers 0x000c for a port with no agent), not sa_redirect_timeout_ms.
+kill -STOP "$DAEMON"
+rd0=$(redir 4)
+fb0=$(redir 5)
+op route "$DEST" >/tmp/parked.out &
+OP=$!
+sleep 0.3
 kill -9 "$DAEMON"
+kill -CONT "$DAEMON" 2>/dev/null
 wait "$DAEMON" 2>/dev/null
+wait "$OP"
+r=$(cat /tmp/parked.out)
+e=$(elapsed_of "$r")
+check "route resolves ($r)" test -n "$(fields "$r")"
+check "... it waited on netlink ($KERNEL_TIMEOUT_MS <= $e ms)" \
+    test -n "$e" -a "${e:-0}" -ge "$KERNEL_TIMEOUT_MS"
+check "... then one refusal, not a redirect timeout ($e < $KERNEL_TIMEOUT_MS + $REDIR_MS ms)" \
+    test -n "$e" -a "${e:-99999}" -lt $((KERNEL_TIMEOUT_MS + REDIR_MS))
+eq "... its MAD went to the target decided before netlink" $((rd0 + 1)) "$(redir 4)"
+eq "... which refused it: sent again to the SM" $((fb0 + 1)) "$(redir 5)"
+
+section "localsad killed"
 check "state no-agent" wait_until 5 state_is no-agent
 r=$(op route "$DEST")
 e=$(elapsed_of "$r")
