@@ -827,3 +827,23 @@ TEST_CASE("give-up: RESOLVEs held for a burst and released past their deadline g
     CHECK(f.sa->counters().nl_timeouts == 0);
     CHECK(f.service->pending() == 0);
 }
+
+TEST_CASE("the RESOLVE beyond the service's own bound on one question gets the error at once",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget);
+    constexpr auto kMax = static_cast<std::uint32_t>(nl::LocalService::kMaxWaitingPerQuestion);
+    for (std::uint32_t seq = 1; seq <= kMax; ++seq)
+        f.kernel_sends(rdma_cm_resolve(seq).bytes());
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    CHECK(f.take_kernel().empty());
+    CHECK(f.service->pending() == kMax);
+    f.kernel_sends(rdma_cm_resolve(kMax + 1).bytes());
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], kMax + 1));
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    CHECK(f.take_kernel().size() == kMax);
+    CHECK(f.sa->counters().nl_answered == kMax);
+    CHECK(f.service->pending() == 0);
+}
