@@ -3,6 +3,7 @@
 // and a fake transport (the master played by the test).
 #include "fake_transport.hpp"
 
+#include "engine/coherence/coherence.hpp"
 #include "engine/local_sa.hpp"
 #include "engine/netlink/local_service.hpp"
 #include "ib/response.hpp"
@@ -12,6 +13,8 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +108,40 @@ KernelResolve rdma_cm_resolve(std::uint32_t seq, const char* device = "fake0", i
     r.put(LS_NLA_TYPE_SERVICE_ID, &sid, sizeof sid)
         .put(LS_NLA_TYPE_DGID, kDgid, 16)
         .put(LS_NLA_TYPE_SGID, kSgid, 16)
+        .put(LS_NLA_TYPE_PKEY, &pkey, sizeof pkey);
+    return r;
+}
+
+// The DGID of port GUID `guid` (the subnet prefix fe80::).
+std::array<std::uint8_t, 16> dgid_of(std::uint64_t guid) {
+    std::array<std::uint8_t, 16> g{};
+    std::copy(kDgid, kDgid + 8, g.begin());
+    for (int i = 0; i < 8; ++i)
+        g[15 - i] = static_cast<std::uint8_t>(guid >> (8 * i));
+    return g;
+}
+
+// rdma_cm's RESOLVE (rdma_cm_resolve) for another destination.
+KernelResolve rdma_cm_resolve_to(std::uint32_t seq, const std::array<std::uint8_t, 16>& dgid) {
+    const std::uint64_t sid = 0x0000000001060000ULL;
+    const std::uint16_t pkey = 0xffff;
+    KernelResolve r(seq, "fake0", 1, LS_RESOLVE_PATH_USE_ALL);
+    r.put(LS_NLA_TYPE_SERVICE_ID, &sid, sizeof sid)
+        .put(LS_NLA_TYPE_DGID, dgid.data(), 16)
+        .put(LS_NLA_TYPE_SGID, kSgid, 16)
+        .put(LS_NLA_TYPE_PKEY, &pkey, sizeof pkey);
+    return r;
+}
+
+// What IPoIB's path query (path_rec_start) puts in its RESOLVE: no ServiceID, not reversible.
+KernelResolve ipoib_resolve(std::uint32_t seq, std::uint64_t dguid) {
+    const auto dgid = dgid_of(dguid);
+    const std::uint8_t tclass = 0;
+    const std::uint16_t pkey = 0xffff;
+    KernelResolve r(seq, "fake0", 1, LS_RESOLVE_PATH_USE_UNIDIRECTIONAL);
+    r.put(LS_NLA_TYPE_DGID, dgid.data(), 16)
+        .put(LS_NLA_TYPE_SGID, kSgid, 16)
+        .put(LS_NLA_TYPE_TCLASS, &tclass, 1)
         .put(LS_NLA_TYPE_PKEY, &pkey, sizeof pkey);
     return r;
 }
@@ -304,10 +341,11 @@ struct ServiceFixture {
     std::vector<std::vector<std::uint8_t>> to_kernel;
     bool other_port_served = false;
 
-    ServiceFixture() {
-        nl_config.answer_budget = 100ms;
+    explicit ServiceFixture(std::chrono::milliseconds budget = 100ms,
+                            const LocalSaConfig& sa_config = {}) {
+        nl_config.answer_budget = budget;
         service = std::make_unique<nl::LocalService>(io.get_executor(), clock, umad, nl_config);
-        sa = std::make_unique<LocalSa>(io.get_executor(), clock, *service, LocalSaConfig{});
+        sa = std::make_unique<LocalSa>(io.get_executor(), clock, *service, sa_config);
         service->connect(
             [this](nl::Bytes m) {
                 to_kernel.emplace_back(m.begin(), m.end());
@@ -601,5 +639,211 @@ TEST_CASE("a burst the master does not answer: every RESOLVE gets the error repl
     CHECK(replies.size() == 300);
     for (const auto& r : replies)
         CHECK(only_message(r).flags == RDMA_NL_LS_F_ERR);
+    CHECK(f.service->pending() == 0);
+}
+
+// Issue 26, item 6: a RESOLVE the local SA gives up on (no query possible, no room to wait, its
+// requester's deadline passed) gets the error reply then, not at the budget: the kernel sends
+// the MAD to the SA at once. A MAD requester given up on the same way hears nothing, as from
+// the master, and retries.
+namespace {
+
+// The daemon's budget by default (3 tries of 200 ms): longer than the requester deadline.
+constexpr auto kBudget = 600ms;
+
+bool is_error_reply(const std::vector<std::uint8_t>& b, std::uint32_t seq) {
+    const auto m = only_message(b);
+    return m.seq == seq && m.flags == RDMA_NL_LS_F_ERR && m.payload.empty();
+}
+
+bool is_records_reply(const std::vector<std::uint8_t>& b, std::uint32_t seq) {
+    const auto m = only_message(b);
+    return m.seq == seq && m.flags == 0 && !m.payload.empty();
+}
+
+// One query in flight to the master, `queued` more behind it.
+LocalSaConfig one_in_flight(std::size_t queued) {
+    LocalSaConfig c;
+    c.upstream.max_outstanding = 1;
+    c.upstream.max_queued = queued;
+    return c;
+}
+
+std::size_t sent_to(const std::vector<SentMad>& sent, std::uint16_t lid) {
+    return static_cast<std::size_t>(std::count_if(
+        sent.begin(), sent.end(), [lid](const SentMad& s) { return s.to.lid == lid; }));
+}
+
+} // namespace
+
+TEST_CASE("give-up: a RESOLVE whose Get the full upstream queue refuses gets the error at once",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget, one_in_flight(0));
+    f.kernel_sends(rdma_cm_resolve_to(1, dgid_of(0x100005)).bytes());
+    REQUIRE(f.umad.take().size() == 1);
+    f.kernel_sends(rdma_cm_resolve_to(2, dgid_of(0x100007)).bytes()); // no room behind it
+    CHECK(f.sa->counters().upstream_overflow == 1);
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], 2));
+    CHECK(f.sa->counters().nl_given_up == 1);
+    CHECK(f.service->pending() == 1);
+    // A MAD requester refused the same way hears nothing.
+    f.sa->dispatch(from_lid(kOwnLid, path_request(0x77, 0x100009)));
+    CHECK(f.sa->counters().upstream_overflow == 2);
+    CHECK(f.umad.take().empty());
+    CHECK(f.take_kernel().empty());
+}
+
+TEST_CASE("give-up: a RESOLVE while the port knows no master gets the error at once",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget);
+    f.umad.state.sm_lid = 0;
+    SECTION("a Get the local SA reads through") {
+        f.kernel_sends(rdma_cm_resolve(1).bytes());
+    }
+    SECTION("a Get to a multicast DGID, which the local SA relays") {
+        auto mgid = dgid_of(0x1234);
+        mgid[0] = 0xff;
+        mgid[1] = 0x12;
+        f.kernel_sends(rdma_cm_resolve_to(1, mgid).bytes());
+        CHECK(f.sa->counters().pr_forwarded == 1);
+    }
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], 1));
+    CHECK(f.service->pending() == 0);
+    f.sa->dispatch(from_lid(kOwnLid, path_request(0x77, 0x100009)));
+    CHECK(f.umad.take().empty());
+    CHECK(f.take_kernel().empty());
+}
+
+TEST_CASE("give-up: a RESOLVE the dispatcher refuses gets the error at once", "[netlink][giveup]") {
+    ServiceFixture f(kBudget);
+    f.umad.state.lid = 0; // ACTIVE, its LID not read yet: the request is not this port's
+    f.kernel_sends(rdma_cm_resolve(1).bytes());
+    CHECK(f.sa->counters().foreign_requests == 1);
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], 1));
+    CHECK(f.service->pending() == 0);
+}
+
+TEST_CASE("give-up: the RESOLVE beyond the local SA's waiters on one question gets the error at "
+          "once",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget);
+    const auto resolve = rdma_cm_resolve(1000).bytes();
+    const auto request = *nl::decode_resolve(only_message(resolve)).request;
+    // The port's kernel asks the same path by MAD as well (sa_redirect): the local SA's bound of
+    // requesters waiting on one question is reached.
+    for (std::uint64_t tid = 1; tid <= sa::PathRecordService::kMaxWaitersPerQuestion; ++tid)
+        f.sa->dispatch(from_lid(kOwnLid, nl::rebuild_query(request, tid)));
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    f.kernel_sends(resolve);
+    CHECK(f.sa->counters().pr_waiters_overflow == 1);
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], 1000));
+    CHECK(f.service->pending() == 0);
+    // A MAD requester beyond the bound hears nothing.
+    f.sa->dispatch(from_lid(kOwnLid, nl::rebuild_query(request, 9999)));
+    CHECK(f.sa->counters().pr_waiters_overflow == 2);
+    CHECK(f.umad.take().empty());
+    CHECK(f.take_kernel().empty());
+    // The master's answer reaches the requesters that waited, and nothing more to the kernel.
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    CHECK(sent_to(f.umad.take(), kOwnLid) == sa::PathRecordService::kMaxWaitersPerQuestion);
+    CHECK(f.take_kernel().empty());
+}
+
+TEST_CASE("give-up: a RESOLVE whose Get expires queued at the requester's deadline gets the "
+          "error then",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget, one_in_flight(16));
+    f.kernel_sends(rdma_cm_resolve_to(1, dgid_of(0x100005)).bytes());
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    f.kernel_sends(rdma_cm_resolve_to(2, dgid_of(0x100007)).bytes()); // queued behind it
+    f.sa->dispatch(from_lid(kOwnLid, path_request(0x77, 0x100009)));  // a MAD requester too
+    CHECK(f.umad.take().empty());
+    // Past the requester deadline (200 ms), within the budget: the first query is answered,
+    // and the queue finds the others' requesters gone.
+    f.clock.advance(300ms);
+    CHECK(f.take_kernel().empty());
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    CHECK(f.sa->counters().upstream_expired == 2);
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 2);
+    CHECK(is_records_reply(out[0], 1));
+    CHECK(is_error_reply(out[1], 2));
+    CHECK(f.service->pending() == 0);
+    CHECK(f.umad.take().empty()); // nothing to the master, nothing to the MAD requester
+}
+
+TEST_CASE("give-up: RESOLVEs held for a burst and released past their deadline get the error "
+          "then",
+          "[netlink][giveup][burst]") {
+    ServiceFixture f(kBudget);
+    // Above --preload-max-ports (10) on a fabric of 100 ports: a burst is 50 distinct misses.
+    coherence::CoherenceConfig cc;
+    cc.spread = 0ms;
+    cc.subscribe = false;
+    cc.subscription_check = 0ms;
+    cc.preload_max_ports = 10;
+    cc.fabric_ports = 100;
+    coherence::Coherence coh(f.io.get_executor(), f.sa->coherence_parts(), cc);
+    coh.start();
+    f.clock.advance(10ms);
+    f.umad.take();
+    REQUIRE(f.sa->path_records().miss_burst().threshold == 50);
+    // IPoIB on a job start: 60 destinations at once, held for the partition's table.
+    constexpr std::uint32_t kMisses = 60;
+    for (std::uint32_t i = 0; i < kMisses; ++i)
+        f.kernel_sends(ipoib_resolve(1 + i, 0x200000 + i).bytes());
+    f.clock.advance(5ms);
+    auto sent = f.umad.take();
+    REQUIRE(sent.size() == 1);
+    REQUIRE(sent[0].bytes[mad::offset::kMethod] == mad::method::kGetTable);
+    CHECK(f.sa->counters().burst_held == kMisses);
+    // The table does not come (an error past the requester deadline): the misses are released,
+    // none is sent, and the kernel asks the SA for each at once.
+    f.clock.advance(300ms);
+    CHECK(f.take_kernel().empty());
+    f.sa->dispatch(
+        from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kSaNoResources)));
+    CHECK(f.sa->path_records().burst_held() == 0);
+    CHECK(f.umad.take().empty());
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == kMisses);
+    std::set<std::uint32_t> seqs;
+    for (const auto& r : out) {
+        CHECK(only_message(r).flags == RDMA_NL_LS_F_ERR);
+        seqs.insert(only_message(r).seq);
+    }
+    CHECK(seqs.size() == kMisses);
+    CHECK(f.sa->counters().nl_given_up == kMisses);
+    CHECK(f.sa->counters().nl_timeouts == 0);
+    CHECK(f.service->pending() == 0);
+}
+
+TEST_CASE("the RESOLVE beyond the service's own bound on one question gets the error at once",
+          "[netlink][giveup]") {
+    ServiceFixture f(kBudget);
+    constexpr auto kMax = static_cast<std::uint32_t>(nl::LocalService::kMaxWaitingPerQuestion);
+    for (std::uint32_t seq = 1; seq <= kMax; ++seq)
+        f.kernel_sends(rdma_cm_resolve(seq).bytes());
+    auto up = f.umad.take();
+    REQUIRE(up.size() == 1);
+    CHECK(f.take_kernel().empty());
+    CHECK(f.service->pending() == kMax);
+    f.kernel_sends(rdma_cm_resolve(kMax + 1).bytes());
+    auto out = f.take_kernel();
+    REQUIRE(out.size() == 1);
+    CHECK(is_error_reply(out[0], kMax + 1));
+    f.sa->dispatch(from_lid(kSmLid, master_path_answer(up[0].bytes, 8)));
+    CHECK(f.take_kernel().size() == kMax);
+    CHECK(f.sa->counters().nl_answered == kMax);
     CHECK(f.service->pending() == 0);
 }

@@ -69,6 +69,7 @@ namespace localsa {
     X(nl_answered)                                                                                 \
     X(nl_errors)                                                                                   \
     X(nl_timeouts)                                                                                 \
+    X(nl_given_up)                                                                                 \
     X(nl_other_port)                                                                               \
     X(nl_malformed)                                                                                \
     X(nl_foreign_replies)

@@ -131,6 +131,8 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
             ++counters_.foreign_requests;
         spdlog::debug("{} {} from LID {} refused: {}", method_name(m),
                       attr_name(load_be16(in.bytes, mad::offset::kAttrId)), in.from.lid, why);
+        if (m != method::kReport)
+            transport_.no_answer(in.from, tid_of(in.bytes), why);
         return;
     }
     if (in.bytes[mad::offset::kClassVersion] != kSaClassVersion) {
@@ -144,6 +146,7 @@ void LocalSa::dispatch_request(const transport::InboundMad& in) {
     if (RmppHeader::unpack(in.bytes).active() && m != method::kGetMulti) {
         // Only GetMulti requests are sent with RMPP; anything else is a confused sender.
         ++counters_.stray_rmpp;
+        transport_.no_answer(in.from, tid_of(in.bytes), "RMPP on a single-MAD request");
         return drop(in, "RMPP on a single-MAD request");
     }
     if (m == method::kReport)

@@ -79,6 +79,11 @@ public:
     // Reads the port's attributes again (they change on port events) and returns them;
     // kAttributes keeps the PKey table as last read.
     virtual const PortState& refresh_port(PortRead /*what*/) { return port(); }
+    // The engine gives up on a request from `to` (TID `tid`) and will send it nothing: no query
+    // possible, no room to wait, its requester's deadline passed. A MAD requester retries as it
+    // would with the master, so nothing happens by default; a transport whose requester would
+    // wait out a timeout of its own instead (the netlink service) tells it now.
+    virtual void no_answer(const MadAddress& /*to*/, std::uint64_t /*tid*/, const char* /*why*/) {}
 };
 
 // The events a port's driver raises when the port changes (libibverbs' port async events).

@@ -176,6 +176,7 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
         // the requesters dropped here retry.
         if (it->second.size() >= kMaxWaitersPerQuestion) {
             ++counters_.pr_waiters_overflow;
+            transport_.no_answer(in.from, tid, "too many requesters waiting for one path");
             return;
         }
         it->second.push_back({in.from, in.bytes});
@@ -391,7 +392,12 @@ void PathRecordService::on_upstream(const cache::PathQueryKey& key, std::uint64_
             ++counters_.refresh_failed;
             retry_refresh_later(key);
         }
-        return; // the requesters retry, as they would with the master
+        // The requesters retry, as they would with the master (the transport tells those that
+        // would wait out a timeout instead).
+        for (const auto& w : waiters)
+            transport_.no_answer(w.from, tid_of(w.request),
+                                 upstream::outcome_reason(reply.outcome));
+        return;
     }
     const auto& resp = reply.response;
     const bool well_formed = resp.size() >= kSaHeaderSize &&

@@ -243,6 +243,19 @@ bool LocalService::send(mad::Bytes mad, const transport::MadAddress& to,
     return inner_.send(mad, to, response_timeout);
 }
 
+void LocalService::no_answer(const transport::MadAddress& to, std::uint64_t tid, const char* why) {
+    if (to.qpn != kLocalQpn || (tid >> 32) != kTidMarker) {
+        inner_.no_answer(to, tid, why);
+        return;
+    }
+    const auto it = pending_.find(static_cast<std::uint32_t>(tid));
+    if (it == pending_.end())
+        return; // its error reply went at the deadline
+    const auto request = take(it);
+    counters_->nl_given_up += request.seqs.size();
+    reply_error(request, why);
+}
+
 void LocalService::answer(std::uint32_t token, mad::Bytes response) {
     const auto it = pending_.find(token);
     if (it == pending_.end())

@@ -3,7 +3,9 @@
 // attributes present, Reversible and NumbPath from path_use), handed to the dispatcher as if the
 // port's own kernel had sent it (same cache, read-through and coherence as a MAD), and the
 // answer goes back as the kernel's PATH_RECORD attributes. Whatever cannot be answered, or not
-// within the budget, gets the error reply at once: the kernel then asks the SA itself.
+// within the budget, gets the error reply at once: the kernel then asks the SA itself. So does
+// a Get the local SA gives up on (no_answer): where a MAD requester retries as with the master,
+// the kernel would wait out the budget for nothing.
 //
 // The answers come back through the transport: this class is the MadTransport the local SA
 // sends on, and takes the sends addressed to the requests it made (its TID marker) for itself.
@@ -72,6 +74,9 @@ public:
     const transport::PortState& refresh_port(transport::PortRead what) override {
         return inner_.refresh_port(what);
     }
+    // The error reply now for the RESOLVEs waiting on one of this service's requests; the
+    // inner transport's for others.
+    void no_answer(const transport::MadAddress& to, std::uint64_t tid, const char* why) override;
 
 private:
     // One question to the local SA and the kernel's RESOLVEs waiting for its answer: a burst

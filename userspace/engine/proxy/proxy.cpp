@@ -43,7 +43,8 @@ void Proxy::forward(const transport::InboundMad& request, Observer observe) {
             if (reply.outcome != upstream::Outcome::Response) {
                 // No answer from the master: the requester gets none either and
                 // retries on its own schedule, exactly as if it had asked the master
-                // directly.
+                // directly (the transport tells one that would wait out a timeout instead).
+                transport_.no_answer(from, tid, upstream::outcome_reason(reply.outcome));
                 return;
             }
             ++counters_.proxied_responses;

@@ -72,6 +72,21 @@ inline std::chrono::milliseconds table_try_timeout(std::chrono::milliseconds per
 
 enum class Outcome { Response, Timeout, Overloaded, NoMaster };
 
+// Why a query ended without the master's answer, for the log.
+constexpr const char* outcome_reason(Outcome o) {
+    switch (o) {
+    case Outcome::Response:
+        return "answered";
+    case Outcome::Timeout:
+        return "no answer in time, or the requester's deadline passed before it could be sent";
+    case Outcome::Overloaded:
+        return "the queue to the master is full";
+    case Outcome::NoMaster:
+        return "no master (SM LID 0)";
+    }
+    return "?";
+}
+
 struct Reply {
     Outcome outcome = Outcome::Timeout;
     std::vector<std::uint8_t> response; // the master's MAD, with our TID
