@@ -164,7 +164,7 @@ TEST_CASE("routing epoch: unchanged, nothing is asked again across many TTLs",
 TEST_CASE("routing epoch: a change renews what is in use spread over the window",
           "[coherence][epoch]") {
     auto cc = epoch_on();
-    cc.master_capacity = 10; // 40 records here: a 4 s window
+    cc.master_transactions = 10; // 40 Gets here: a 4 s window
     Node n(short_ttl(), cc);
     n.serve(7);
     for (std::uint64_t g = 0; g < 40; ++g) {
@@ -189,6 +189,37 @@ TEST_CASE("routing epoch: a change renews what is in use spread over the window"
     n.coh->add_stats(j);
     CHECK(j["routing_epoch"]["value"] == 8);
     CHECK(j["routing_epoch"]["changes"] == 1);
+}
+
+TEST_CASE("routing epoch: a node without a table spreads its Gets over the fabric's share of "
+          "the master's transactions",
+          "[coherence][epoch]") {
+    // Above the preload threshold: no table, a few answers in use, and 1,024 nodes renewing as
+    // many at the same change. The master serves 1,000 Gets a second: 4,096 take 4 s.
+    auto cc = epoch_on();
+    cc.fabric_ports = 1024;
+    Node n(short_ttl(), cc);
+    n.serve(7);
+    for (std::uint64_t g = 0; g < 4; ++g) {
+        n.ask(g + 1, 0x100005 + g);
+        n.serve(7);
+    }
+    REQUIRE(n.sa->cache().size() == 4);
+    REQUIRE(n.sa->preload().size() == 0);
+    CHECK(n.coh->renewal_window() == 4096ms);
+    n.coh->on_report(epoch_notice(8), 0);
+    Clock::time_point last{};
+    int renewed = 0;
+    const auto t0 = n.clock.now();
+    for (int ms = 0; ms < 6000; ms += 10) {
+        n.clock.advance(10ms);
+        if (const int k = n.serve(8)) {
+            renewed += k;
+            last = n.clock.now();
+        }
+    }
+    CHECK(renewed == 4);
+    CHECK(last - t0 <= 4096ms + 20ms); // within the window, each at a random moment of it
 }
 
 TEST_CASE("routing epoch: none at the master, the TTL rules hold", "[coherence][epoch]") {

@@ -91,6 +91,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     long requester_deadline_ms = d.path_record.requester_deadline.count();
     bool no_subscribe = false, no_preload = false, no_routing_epoch = false;
     long master_capacity = dc.master_capacity;
+    long master_transactions = dc.master_transactions;
     long epoch_reread_s = duration_cast<seconds>(dc.epoch_reread).count();
     std::string preload_max_ports = "auto", preload_dest;
     long warm_set_max = static_cast<long>(dc.warm_set_max);
@@ -172,6 +173,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "master-capacity", po::value(&master_capacity)->default_value(master_capacity),
         "PathRecords a second the master computes for renewals after a routing epoch change, "
         "fleet-wide: sizes the window they are spread over")(
+        "master-transactions", po::value(&master_transactions)->default_value(master_transactions),
+        "transactions a second the master serves for renewals after a routing epoch change, "
+        "fleet-wide (a Get is one): sizes the window of renewals by Get")(
         "epoch-reread-s", po::value(&epoch_reread_s)->default_value(epoch_reread_s),
         "seconds between reads of the routing epoch's ServiceRecord besides its Reports (0: "
         "only at start and resync)")(
@@ -244,6 +248,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     require_range("max-staleness-s", max_staleness_s, 0L, 86'400L);
     require_range("refresh-rate", refresh_rate, 1L, 100'000L);
     require_range("master-capacity", master_capacity, 1L, 100'000'000L);
+    require_range("master-transactions", master_transactions, 1L, 100'000'000L);
     require_range("epoch-reread-s", epoch_reread_s, 0L, 86'400L);
     if (port_poll_ms != 0) // 0: the default of the mode (with or without port events)
         require_range("port-poll-ms", port_poll_ms, 10L, 600'000L);
@@ -315,6 +320,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     o.coherence.subscribe = !no_subscribe;
     o.coherence.routing_epoch = !no_routing_epoch;
     o.coherence.master_capacity = static_cast<unsigned>(master_capacity);
+    o.coherence.master_transactions = static_cast<unsigned>(master_transactions);
     o.coherence.epoch_reread = std::chrono::seconds{epoch_reread_s};
     o.coherence.refresh_rate = static_cast<unsigned>(refresh_rate);
     o.coherence.port_poll = std::chrono::milliseconds{port_poll_ms};

@@ -57,6 +57,8 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
         note(a, "subscription-check-s (ms)", oc.subscription_check, nc.subscription_check);
     coherence_changed |= note(a, "master-capacity", oc.master_capacity, nc.master_capacity);
     coherence_changed |=
+        note(a, "master-transactions", oc.master_transactions, nc.master_transactions);
+    coherence_changed |=
         oc.preload_validity != nc.preload_validity || oc.try_timeout != nc.try_timeout;
     if (note(a, "log-level", running.log_level, fresh.log_level)) {
         spdlog::set_level(spdlog::level::from_str(fresh.log_level));
@@ -76,6 +78,7 @@ ReloadOutcome apply_reload(DaemonOptions& running, const DaemonOptions& fresh, L
         running.coherence.spread = nc.spread;
         running.coherence.try_timeout = nc.try_timeout;
         running.coherence.master_capacity = nc.master_capacity;
+        running.coherence.master_transactions = nc.master_transactions;
         coherence.reconfigure(running.coherence);
     }
 

@@ -230,10 +230,18 @@ void Coherence::add_stats(nlohmann::json& j) const {
 }
 
 std::chrono::milliseconds Coherence::renewal_window() const {
-    const double records = static_cast<double>(parts_.cache.size() + parts_.preload.size());
-    const double nodes = static_cast<double>(std::max<std::size_t>(parts_.preload.size(), 1));
-    const double capacity = std::max(config_.master_capacity, 1U);
-    const auto ms = static_cast<long>(records * nodes / capacity * 1000.0);
+    // What this node renews: its table (its records, one transaction; the answers taken from
+    // it are refreshed from the new one), else a Get per answer in use. Every node renews as
+    // much: the fabric's ports, known from the table, the warm file or the configuration.
+    const auto table = parts_.preload.size();
+    const double seconds_per_node =
+        table > 0
+            ? static_cast<double>(table) / std::max(config_.master_capacity, 1U) +
+                  1.0 / std::max(config_.master_transactions, 1U)
+            : static_cast<double>(parts_.cache.size()) / std::max(config_.master_transactions, 1U);
+    const double nodes =
+        static_cast<double>(std::max<std::size_t>({table, preloader_.fabric_ports(), 1}));
+    const auto ms = static_cast<long>(seconds_per_node * nodes * 1000.0);
     return std::clamp(std::chrono::milliseconds{ms}, std::chrono::milliseconds{1000},
                       std::chrono::milliseconds{std::chrono::hours{1}});
 }

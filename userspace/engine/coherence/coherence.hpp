@@ -57,9 +57,9 @@ public:
     void on_routing_epoch(const RoutingEpoch& epoch) override;
     void on_routing_epoch_lost(std::string_view why) override;
     bool epoch_trusted() const { return trusted_; }
-    // The spread window of a renewal after an epoch change: the records this node renews,
-    // times the nodes (estimated by the ports in its preload table), over the master's
-    // capacity; 1 s to 1 h.
+    // The spread window of a renewal after an epoch change: what this node renews (its table's
+    // records, else a Get per answer in use) times the nodes (the fabric's ports as known),
+    // over the master's capacity in records or transactions; 1 s to 1 h.
     std::chrono::milliseconds renewal_window() const;
 
 private:

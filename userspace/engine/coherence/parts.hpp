@@ -63,9 +63,12 @@ struct CoherenceConfig {
     // besides the Reports.
     bool routing_epoch = false;
     std::chrono::milliseconds epoch_reread{std::chrono::minutes{10}};
-    // What the master computes per second for renewals after an epoch change, fleet-wide
-    // (--master-capacity): the renewal of a node is spread over records x nodes / capacity.
+    // What the master takes per second for renewals after an epoch change, fleet-wide: the
+    // PathRecords it computes (--master-capacity) and the transactions it serves
+    // (--master-transactions; a Get is one, whatever its record). A node's renewal is spread
+    // over what it asks, times the nodes, over these.
     unsigned master_capacity = 20000;
+    unsigned master_transactions = 1000;
     // Full tables only while the fabric has at most this many ports (0: never; nullopt: auto,
     // preload_max_ports_auto()). A table is N records and every node asks one, N^2 records at
     // a power-on; above it the warm set (the Gets this port used, kept in `warm_file`) and
