@@ -345,6 +345,87 @@ TEST_CASE("subscription checks are jittered: nodes started together do not ask t
     CHECK(intervals.size() > 1); // not one fixed period
 }
 
+TEST_CASE("subscriptions the master does not confirm are sent again less and less often",
+          "[coherence][budget][startup]") {
+    // A fabric powered on at once overloads the master; a Set every 5 s from every node kept
+    // it overloaded for good (localsa-fleet-scale at N = 4,096: 3.7 M InformInfo Sets an
+    // hour). The rounds back off, doubling up to 5 min.
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 0s;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    coh.start();
+    std::vector<Clock::time_point> rounds;
+    const auto t0 = clock.now();
+    for (int step = 0; step < 18000; ++step) { // 30 minutes, the master drops every Set
+        clock.advance(100ms);
+        bool set = false;
+        for (const auto& s : transport.take())
+            set |= s.to.lid == kSmLid && mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo;
+        if (set && (rounds.empty() || clock.now() - rounds.back() > 2s))
+            rounds.push_back(clock.now());
+    }
+    REQUIRE(rounds.size() >= 5);
+    CHECK(rounds.size() <= 16); // about 12: 2.5-5 s, then doubling to 150-300 s
+    CHECK(rounds.back() - t0 >= 20min);
+    CHECK(rounds.back() - rounds[rounds.size() - 2] >= 150s);
+    // Then the master confirms them: nothing more is sent.
+    for (int step = 0; step < 6000; ++step) {
+        clock.advance(100ms);
+        for (const auto& s : transport.take())
+            if (s.to.lid == kSmLid)
+                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+    }
+    bool quiet = true;
+    for (int step = 0; step < 6000; ++step) {
+        clock.advance(100ms);
+        for (const auto& s : transport.take())
+            quiet &= !(s.to.lid == kSmLid && mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo);
+    }
+    CHECK(quiet);
+}
+
+TEST_CASE("a start spreads its subscriptions over the fabric's share of the master's "
+          "transactions",
+          "[coherence][budget][startup]") {
+    // 4,096 ports, 9 queries each at start, 1,000 transactions a second: 36.9 s.
+    std::vector<Clock::duration> first_set;
+    std::chrono::milliseconds window{};
+    for (int node = 0; node < 10; ++node) {
+        boost::asio::io_context io;
+        ManualClock clock(io);
+        FakeTransport transport;
+        LocalSa sa(io.get_executor(), clock, transport, {});
+        coherence::CoherenceConfig cc;
+        cc.preload = false;
+        cc.subscription_check = 0s;
+        cc.fabric_ports = 4096;
+        cc.master_transactions = 1000;
+        coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+        window = coh.start_window();
+        const auto t0 = clock.now();
+        coh.start();
+        std::optional<Clock::duration> at;
+        for (int step = 0; step < 400 && !at; ++step) {
+            clock.advance(100ms);
+            for (const auto& s : transport.take())
+                if (s.to.lid == kSmLid && mad::load_be16(s.bytes, 16) == mad::attr::kInformInfo)
+                    at = clock.now() - t0;
+        }
+        REQUIRE(at);
+        first_set.push_back(*at);
+    }
+    CHECK(window == 36864ms);
+    for (auto at : first_set)
+        CHECK(at <= 36864ms + 100ms);
+    // Spread over the window, not all at once (all ten in its first 5 s: a chance of 1e-9).
+    CHECK(std::count_if(first_set.begin(), first_set.end(), [](auto at) { return at > 5s; }) >= 1);
+}
+
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;

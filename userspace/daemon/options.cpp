@@ -174,8 +174,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "PathRecords a second the master computes for renewals after a routing epoch change, "
         "fleet-wide: sizes the window they are spread over")(
         "master-transactions", po::value(&master_transactions)->default_value(master_transactions),
-        "transactions a second the master serves for renewals after a routing epoch change, "
-        "fleet-wide (a Get is one): sizes the window of renewals by Get")(
+        "transactions a second the master serves, fleet-wide (a Get or a Set is one): sizes "
+        "the window of renewals by Get after a routing epoch change, and the spread of a "
+        "start's subscriptions")(
         "epoch-reread-s", po::value(&epoch_reread_s)->default_value(epoch_reread_s),
         "seconds between reads of the routing epoch's ServiceRecord besides its Reports (0: "
         "only at start and resync)")(

@@ -53,7 +53,7 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
           }),
       epoch_source_(executor, parts_.clock, parts_.transport, parts_.upstream, *this,
                     {config_.routing_epoch, config_.epoch_reread}),
-      resync_timer_(parts_.clock, executor) {
+      resync_timer_(parts_.clock, executor), start_timer_(parts_.clock, executor) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
@@ -67,11 +67,44 @@ Coherence::~Coherence() {
 }
 
 void Coherence::start() {
-    subscriptions_.start();
     refresher_.start();
     port_watch_.start();
     preloader_.schedule();
-    epoch_source_.start();
+    const auto window = start_window();
+    if (window.count() == 0) {
+        start_subscriptions();
+        epoch_source_.start();
+        return;
+    }
+    const auto delay = jitter_.up_to(window);
+    spdlog::info("subscriptions and the routing epoch in {} ms (a start spread over {} ms: {} "
+                 "ports, --master-transactions {})",
+                 delay.count(), window.count(), preloader_.fabric_ports(),
+                 config_.master_transactions);
+    start_timer_.expires_after(delay);
+    start_timer_.async_wait([this](auto ec) {
+        if (ec)
+            return;
+        start_subscriptions();
+        epoch_source_.start();
+    });
+}
+
+void Coherence::start_subscriptions() {
+    if (subscriptions_started_)
+        return subscriptions_.subscribe();
+    subscriptions_started_ = true;
+    subscriptions_.start();
+}
+
+std::chrono::milliseconds Coherence::start_window() const {
+    // ClassPortInfo, the epoch's ServiceRecord and its vendor Set, six trap Sets.
+    constexpr double kStartQueries = 9;
+    const auto ports = static_cast<double>(preloader_.fabric_ports());
+    const auto ms = static_cast<long>(ports * kStartQueries /
+                                      std::max(config_.master_transactions, 1U) * 1000.0);
+    return std::min(std::chrono::milliseconds{ms},
+                    std::chrono::milliseconds{std::chrono::minutes{10}});
 }
 
 void Coherence::shutdown(std::function<void()> done) {
@@ -80,6 +113,7 @@ void Coherence::shutdown(std::function<void()> done) {
     preloader_.shutdown();
     epoch_source_.stop();
     resync_timer_.cancel();
+    start_timer_.cancel();
     subscriptions_.shutdown(std::move(done));
 }
 
@@ -168,9 +202,10 @@ void Coherence::resync(const std::string& why) {
     parts_.path_records.new_generation();
     parts_.class_port_info.forget();
     // The cache goes at once (nothing stale is served); asking the master again waits a random
-    // delay in the spread window: every node sees an SM change or re-register at the same
-    // moment, and the new master must not get all of them together.
-    const auto delay = jitter_.up_to(config_.spread);
+    // delay in the spread window, at least as long as a start's: every node sees an SM change
+    // or re-register at the same moment, and the new master must not get all of them together.
+    start_timer_.cancel(); // a start still waiting subscribes with the resync
+    const auto delay = jitter_.up_to(std::max(config_.spread, start_window()));
     spdlog::info("resync ({}): {} cached answers dropped, re-subscribing in {} ms", why, n,
                  delay.count());
     resync_timer_.expires_after(delay);
@@ -188,7 +223,7 @@ void Coherence::resync_background(std::uint64_t generation) {
     if (resync_waits_for_port_)
         return;
     parts_.class_port_info.refresh();
-    subscriptions_.subscribe();
+    start_subscriptions();
     epoch_source_.start();
     if (preloader_.enabled())
         preloader_.start();

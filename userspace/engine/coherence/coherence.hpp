@@ -61,8 +61,15 @@ public:
     // records, else a Get per answer in use) times the nodes (the fabric's ports as known),
     // over the master's capacity in records or transactions; 1 s to 1 h.
     std::chrono::milliseconds renewal_window() const;
+    // The window a start spreads its subscriptions and the epoch's first read over: the
+    // queries a start costs the master, times the fabric's ports as known, over
+    // --master-transactions (0 while the fabric's size is unknown; at most 10 min). A fabric
+    // powered on at once must not reach the master with all its Sets in the same seconds.
+    std::chrono::milliseconds start_window() const;
 
 private:
+    // Subscribes, and starts the audit the first time.
+    void start_subscriptions();
     void trust(bool changed);
     void resync_background(std::uint64_t generation);
     std::size_t invalidate_gid(const sa::Gid& gid);
@@ -83,6 +90,8 @@ private:
     std::uint64_t epoch_changes_ = 0;
     std::string epoch_lost_why_;
     Timer resync_timer_;
+    Timer start_timer_;
+    bool subscriptions_started_ = false; // their audit runs
     Jitter jitter_;
     bool resync_waits_for_port_ = false; // a resync found the port down: the poll finishes it
     std::uint64_t generation_ = 0;       // bumps on resync; a delayed older one is dropped

@@ -55,6 +55,7 @@ void Subscriptions::forget() {
     ++generation_;
     subscribed_.clear();
     in_flight_.clear(); // answers to the older generation's Sets are ignored
+    resubscribe_delay_ = {};
 }
 
 void Subscriptions::stop() {
@@ -142,13 +143,24 @@ void Subscriptions::on_answer(std::uint16_t trap, const upstream::Reply& r) {
     if (waiting)
         for (auto& done : waiting.mapped())
             done(status); // may release(trap)
-    if (wanted_.contains(trap) && !subscribed_.contains(trap)) {
-        resubscribe_timer_.expires_after(config_.resubscribe_retry);
-        resubscribe_timer_.async_wait([this](auto ec) {
-            if (!ec)
-                subscribe_all(true);
-        });
-    }
+    if (wanted_.contains(trap) && !subscribed_.contains(trap))
+        schedule_resubscribe();
+    else if (subscribed_ == wanted_)
+        resubscribe_delay_ = {}; // all confirmed: the next trouble starts from the first wait
+}
+
+void Subscriptions::schedule_resubscribe() {
+    if (resubscribe_armed_)
+        return; // one round for every trap that failed
+    const auto base = resubscribe_delay_.count() ? resubscribe_delay_ : config_.resubscribe_retry;
+    resubscribe_delay_ = std::min(base * 2, std::max(kResubscribeMax, config_.resubscribe_retry));
+    resubscribe_armed_ = true;
+    resubscribe_timer_.expires_after(base / 2 + jitter_.up_to(base / 2));
+    resubscribe_timer_.async_wait([this](auto ec) {
+        resubscribe_armed_ = false;
+        if (!ec)
+            subscribe_all(true);
+    });
 }
 
 void Subscriptions::hold(std::uint16_t trap, std::function<void(std::uint16_t)> done) {

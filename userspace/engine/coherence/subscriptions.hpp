@@ -32,6 +32,9 @@ inline constexpr std::uint16_t kSubscribedTraps[] = {
 
 struct SubscriptionsConfig {
     bool subscribe = true; // this port's own traps (clients' traps are held regardless)
+    // The first retry of Sets the master did not confirm; each further round waits twice as
+    // long, up to kResubscribeMax, jittered: a master the whole fabric overloaded at once
+    // must see the retries thin out, not come back every few seconds from every node.
     std::chrono::milliseconds resubscribe_retry{std::chrono::seconds{5}};
     std::chrono::milliseconds check_period{std::chrono::seconds{60}}; // zero: never
 };
@@ -64,8 +67,12 @@ public:
     }
     void add_stats(nlohmann::json& stats) const;
 
+    static constexpr std::chrono::milliseconds kResubscribeMax{std::chrono::minutes{5}};
+
 private:
     bool own_trap(std::uint16_t trap) const;
+    // Sends the unconfirmed Sets again after the back-off (one round for all traps).
+    void schedule_resubscribe();
     void subscribe_all(bool subscribe);
     void send(std::uint16_t trap, bool subscribe);
     void on_answer(std::uint16_t trap, const upstream::Reply& reply);
@@ -81,6 +88,8 @@ private:
     SubscriptionsConfig config_;
     std::function<void(const std::string&)> lost_;
     Timer resubscribe_timer_;
+    bool resubscribe_armed_ = false;
+    std::chrono::milliseconds resubscribe_delay_{}; // the next round's; 0: the first
     Timer check_timer_;
     Jitter jitter_;
     std::uint64_t generation_ = 0; // bumps on forget(); late answers of an older one are ignored
