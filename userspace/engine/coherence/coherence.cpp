@@ -94,7 +94,7 @@ void Coherence::start_subscriptions() {
     if (subscriptions_started_)
         return subscriptions_.subscribe();
     subscriptions_started_ = true;
-    subscriptions_.start();
+    subscriptions_.start(); // this port's traps (unless --no-subscribe) and the audit
 }
 
 std::chrono::milliseconds Coherence::start_window() const {
@@ -223,7 +223,13 @@ void Coherence::resync_background(std::uint64_t generation) {
     if (resync_waits_for_port_)
         return;
     parts_.class_port_info.refresh();
-    start_subscriptions();
+    // Every wanted Set again, the clients' traps too (also with --no-subscribe); and if the
+    // start's spread had not ended yet, what the start would have begun.
+    subscriptions_.subscribe();
+    if (!subscriptions_started_) {
+        subscriptions_started_ = true;
+        subscriptions_.start();
+    }
     epoch_source_.start();
     if (preloader_.enabled())
         preloader_.start();
