@@ -422,6 +422,65 @@ TEST_CASE("a start spreads its subscriptions over the fabric's share of the mast
     CHECK(std::count_if(first_set.begin(), first_set.end(), [](auto at) { return at > 5s; }) >= 1);
 }
 
+TEST_CASE("a start on a large fabric reads the master's ClassPortInfo at its own point of the "
+          "window",
+          "[coherence][budget][startup]") {
+    // 16,384 nodes powered on within 10 s read ClassPortInfo at once: 1,640 a second, which
+    // with the clients' first Gets passed the master's capacity (localsa-fleet-scale
+    // power-on, 1.08x at 9 s). The start as localsad runs it: Coherence first, then
+    // LocalSa::start() unless the spread reads ClassPortInfo later.
+    const auto start = [](LocalSa& sa, coherence::Coherence& coh) {
+        coh.start();
+        if (!coh.class_port_info_deferred())
+            sa.start();
+    };
+    std::vector<Clock::duration> reads;
+    std::chrono::milliseconds window{};
+    for (int node = 0; node < 10; ++node) {
+        boost::asio::io_context io;
+        ManualClock clock(io);
+        FakeTransport transport;
+        LocalSa sa(io.get_executor(), clock, transport, {});
+        coherence::CoherenceConfig cc;
+        cc.preload = false;
+        cc.subscription_check = 0s;
+        cc.fabric_ports = 16384;
+        cc.master_transactions = 1000;
+        coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+        window = coh.start_window();
+        const auto t0 = clock.now();
+        start(sa, coh);
+        CHECK(coh.class_port_info_deferred());
+        CHECK(count_attr(transport.take(), mad::attr::kClassPortInfo, kSmLid) == 0);
+        std::optional<Clock::duration> at;
+        for (int step = 0; step < 1600 && !at; ++step) {
+            clock.advance(100ms);
+            if (count_attr(transport.take(), mad::attr::kClassPortInfo, kSmLid) > 0)
+                at = clock.now() - t0;
+        }
+        REQUIRE(at);
+        CHECK_FALSE(coh.class_port_info_deferred());
+        reads.push_back(*at);
+    }
+    CHECK(window == 147456ms);
+    for (auto at : reads)
+        CHECK(at <= window + 100ms);
+    CHECK(std::count_if(reads.begin(), reads.end(), [](auto at) { return at > 10s; }) >= 1);
+
+    // The fabric's size unknown (no window): read at once, by LocalSa::start().
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 0s;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    start(sa, coh);
+    CHECK_FALSE(coh.class_port_info_deferred());
+    CHECK(count_attr(transport.take(), mad::attr::kClassPortInfo, kSmLid) == 1);
+}
+
 TEST_CASE("upstream: a queued query is dropped unsent once its requester gave up",
           "[upstream][budget]") {
     boost::asio::io_context io;

@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
 
         ServiceNotifier notifier(
             io.get_executor(), [&] { return local_sa->class_port_info().master().has_value(); },
-            [&] { return local_sa->stats(); }, ServiceNotifier::Config{});
+            [&] { return coherence.class_port_info_deferred(); }, [&] { return local_sa->stats(); },
+            ServiceNotifier::Config{});
 
         // Bound before privileges drop (a port below 1024 needs them).
         std::unique_ptr<MetricsServer> metrics;
@@ -321,8 +322,9 @@ int main(int argc, char** argv) {
         }
 
         umad.start();
-        local_sa->start();
         coherence.start();
+        if (!coherence.class_port_info_deferred())
+            local_sa->start(); // the master's ClassPortInfo now, unless the start's spread reads it
         notifier.start();
         spdlog::info("localsad {} serving {} port {} (LID {}), master SA at LID {}, control {}",
                      LOCALSA_VERSION, port.ca, port.port, port.lid, port.sm_lid, control_path);

@@ -12,9 +12,10 @@ namespace localsa {
 
 ServiceNotifier::ServiceNotifier(boost::asio::any_io_executor executor,
                                  std::function<bool()> master_known,
+                                 std::function<bool()> master_deferred,
                                  std::function<nlohmann::json()> stats, Config config)
-    : timer_(std::move(executor)), master_known_(std::move(master_known)), stats_(std::move(stats)),
-      config_(config) {}
+    : timer_(std::move(executor)), master_known_(std::move(master_known)),
+      master_deferred_(std::move(master_deferred)), stats_(std::move(stats)), config_(config) {}
 
 void ServiceNotifier::start() {
     started_ = std::chrono::steady_clock::now();
@@ -62,9 +63,13 @@ std::string ServiceNotifier::status_line(const nlohmann::json& stats, bool maste
 void ServiceNotifier::tick() {
     const auto now = std::chrono::steady_clock::now();
     const bool known = master_known_();
-    if (!ready_ && (known || now - started_ >= config_.ready_deadline)) {
+    const bool deferred = !known && master_deferred_();
+    if (!ready_ && (known || deferred || now - started_ >= config_.ready_deadline)) {
         ready_ = true;
-        if (!known)
+        if (deferred)
+            spdlog::info("ready: the master's ClassPortInfo is read later in the start's spread; "
+                         "queries are relayed meanwhile");
+        else if (!known)
             spdlog::warn("the master SA has not answered ClassPortInfo within {} ms; reporting "
                          "ready anyway (queries are relayed once it answers)",
                          config_.ready_deadline.count());

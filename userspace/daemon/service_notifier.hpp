@@ -21,9 +21,12 @@ public:
         std::chrono::milliseconds status_period{10'000};
         std::chrono::milliseconds poll_period{100};
     };
-    // `master_known`: the master's ClassPortInfo has been received; `stats`: the counters.
+    // `master_known`: the master's ClassPortInfo has been received; `master_deferred`: its read
+    // waits on purpose (a start spread over a large fabric): READY at once, the local SA relays
+    // meanwhile; `stats`: the counters.
     ServiceNotifier(boost::asio::any_io_executor executor, std::function<bool()> master_known,
-                    std::function<nlohmann::json()> stats, Config config);
+                    std::function<bool()> master_deferred, std::function<nlohmann::json()> stats,
+                    Config config);
 
     void start();
     // RELOADING=1 / READY=1 around a SIGHUP, STOPPING=1 at shutdown.
@@ -40,6 +43,7 @@ private:
 
     boost::asio::steady_timer timer_;
     std::function<bool()> master_known_;
+    std::function<bool()> master_deferred_;
     std::function<nlohmann::json()> stats_;
     Config config_;
     std::chrono::steady_clock::time_point started_{};

@@ -53,7 +53,8 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
           }),
       epoch_source_(executor, parts_.clock, parts_.transport, parts_.upstream, *this,
                     {config_.routing_epoch, config_.epoch_reread}),
-      resync_timer_(parts_.clock, executor), start_timer_(parts_.clock, executor) {
+      resync_timer_(parts_.clock, executor), start_timer_(parts_.clock, executor),
+      class_port_info_timer_(parts_.clock, executor) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {
@@ -76,6 +77,16 @@ void Coherence::start() {
         epoch_source_.start();
         return;
     }
+    // ClassPortInfo too, at a point of its own: read at once by every node of a fabric powered
+    // on together, it alone would pass the master's capacity (16,384 in a 10 s power-on).
+    class_port_info_deferred_ = true;
+    class_port_info_timer_.expires_after(jitter_.up_to(window));
+    class_port_info_timer_.async_wait([this](auto ec) {
+        if (ec)
+            return;
+        class_port_info_deferred_ = false;
+        parts_.class_port_info.refresh();
+    });
     const auto delay = jitter_.up_to(window);
     spdlog::info("subscriptions and the routing epoch in {} ms (a start spread over {} ms: {} "
                  "ports, --master-transactions {})",
@@ -114,6 +125,7 @@ void Coherence::shutdown(std::function<void()> done) {
     epoch_source_.stop();
     resync_timer_.cancel();
     start_timer_.cancel();
+    class_port_info_timer_.cancel();
     subscriptions_.shutdown(std::move(done));
 }
 
@@ -204,7 +216,9 @@ void Coherence::resync(const std::string& why) {
     // The cache goes at once (nothing stale is served); asking the master again waits a random
     // delay in the spread window, at least as long as a start's: every node sees an SM change
     // or re-register at the same moment, and the new master must not get all of them together.
-    start_timer_.cancel(); // a start still waiting subscribes with the resync
+    start_timer_.cancel();           // a start still waiting subscribes with the resync
+    class_port_info_timer_.cancel(); // ... and reads ClassPortInfo with it
+    class_port_info_deferred_ = false;
     const auto delay = jitter_.up_to(std::max(config_.spread, start_window()));
     spdlog::info("resync ({}): {} cached answers dropped, re-subscribing in {} ms", why, n,
                  delay.count());

@@ -66,6 +66,10 @@ public:
     // --master-transactions (0 while the fabric's size is unknown; at most 10 min). A fabric
     // powered on at once must not reach the master with all its Sets in the same seconds.
     std::chrono::milliseconds start_window() const;
+    // The master's ClassPortInfo is read later on purpose, by this start's spread (a large
+    // fabric): LocalSa::start() must not read it now. The local SA relays meanwhile, as it does
+    // until it knows the master.
+    bool class_port_info_deferred() const { return class_port_info_deferred_; }
 
 private:
     // Subscribes, and starts the audit the first time.
@@ -91,6 +95,8 @@ private:
     std::string epoch_lost_why_;
     Timer resync_timer_;
     Timer start_timer_;
+    Timer class_port_info_timer_; // a start's ClassPortInfo read, at its own point of the window
+    bool class_port_info_deferred_ = false;
     bool subscriptions_started_ = false; // their audit runs
     Jitter jitter_;
     bool resync_waits_for_port_ = false; // a resync found the port down: the poll finishes it

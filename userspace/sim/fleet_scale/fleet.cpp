@@ -279,6 +279,10 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
     const std::vector<std::uint8_t> request(bytes.begin(), bytes.end());
     const auto now = now_us();
     const auto admit = queue_.offer(now);
+    if (const auto second =
+            static_cast<std::size_t>((now + p_.warmup.count() * 1'000'000) / 1'000'000);
+        second < seconds_.size())
+        ++seconds_[second].kinds[static_cast<std::size_t>(MasterModel::kind_of(request))];
     if (admit == MasterQueue::Admit::Dropped) {
         // Dropped before it was read: it costs the master nothing; the node's try times out.
         count_offered(0, background, admit);
@@ -514,8 +518,9 @@ nlohmann::json Fleet::run(Scenario scenario) {
             at(-p_.warmup.count() * s +
                    static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window)),
                [this, i] {
-                   nodes_[i]->sa->start();
                    nodes_[i]->coherence->start();
+                   if (!nodes_[i]->coherence->class_port_info_deferred())
+                       nodes_[i]->sa->start();
                });
     }
     run_until(0);
@@ -568,10 +573,7 @@ nlohmann::json Fleet::run(Scenario scenario) {
                 // Every node starts within the window, then uses its paths.
                 const auto start =
                     static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(window));
-                at(start, [this, i] {
-                    nodes_[i]->sa->start();
-                    nodes_[i]->coherence->start();
-                });
+                at(start, [this, i] { nodes_[i]->coherence->start(); });
                 first += window;
             }
             steady_use(i, first, i, end);
@@ -604,6 +606,17 @@ nlohmann::json Fleet::run(Scenario scenario) {
     run_until(end);
     return report(scenario);
 }
+
+namespace {
+// What one second offered the master, by kind (dropped queries too).
+nlohmann::json kinds_json(const std::array<std::uint32_t, kQueryKinds>& kinds) {
+    nlohmann::json j;
+    for (std::size_t k = 0; k < kQueryKinds; ++k)
+        if (kinds[k])
+            j[kind_name(static_cast<QueryKind>(k))] = kinds[k];
+    return j;
+}
+} // namespace
 
 nlohmann::json Fleet::report(Scenario scenario) {
     const auto n = static_cast<double>(nodes_.size());
@@ -666,6 +679,7 @@ nlohmann::json Fleet::report(Scenario scenario) {
                    // (its capacity: 1).
                    {"peak_over_capacity", peak_work_us / 1e6},
                    {"peak_over_capacity_at_s", peak_work_at},
+                   {"peak_over_capacity_by_kind", kinds_json(seconds_[warm + peak_work_at].kinds)},
                    {"worst_wait_s", static_cast<double>(queue_.worst_wait_us()) / 1e6},
                    {"peak_qps", peak},
                    {"peak_at_s", peak_at},
@@ -719,17 +733,23 @@ nlohmann::json Fleet::report(Scenario scenario) {
     std::uint64_t start_total = 0, start_dropped = 0, start_records = 0;
     std::uint32_t start_peak = 0;
     double start_work = 0;
+    std::size_t start_work_at = 0;
     for (std::size_t i = 0; i < warm && i < seconds_.size(); ++i) {
         start_total += seconds_[i].queries;
         start_dropped += seconds_[i].dropped;
         start_records += seconds_[i].records;
         start_peak = std::max(start_peak, seconds_[i].queries);
-        start_work = std::max(start_work, seconds_[i].work_us);
+        if (seconds_[i].work_us > start_work) {
+            start_work = seconds_[i].work_us;
+            start_work_at = i;
+        }
     }
     j["startup"] = {{"queries_per_node", static_cast<double>(start_total) / n},
                     {"records", start_records},
                     {"dropped", start_dropped},
                     {"peak_over_capacity", start_work / 1e6},
+                    {"peak_over_capacity_at_s", start_work_at},
+                    {"peak_over_capacity_by_kind", kinds_json(seconds_[start_work_at].kinds)},
                     {"peak_qps", start_peak}};
 
     // An idle cache: PathRecord queries after the first job's answers went idle (its idle

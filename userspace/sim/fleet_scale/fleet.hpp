@@ -156,6 +156,7 @@ private:
         std::uint32_t client_asks = 0;       // client questions (without localsa: one Get each)
         std::uint32_t client_records = 0;    // ... of which answerable (the peer is up)
         std::uint32_t dropped = 0, busy = 0; // by the master (its queue full; BUSY)
+        std::array<std::uint32_t, kQueryKinds> kinds{}; // what was offered, by kind
     };
     std::vector<Second> seconds_; // from the start of the warm-up
     std::array<std::uint64_t, kQueryKinds> by_kind_{};

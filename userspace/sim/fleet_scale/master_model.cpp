@@ -272,6 +272,27 @@ MasterAnswer MasterModel::path_table(const SaMad& q, std::uint16_t from_lid) {
     return a;
 }
 
+QueryKind MasterModel::kind_of(const std::vector<std::uint8_t>& request) {
+    const auto q = SaMad::unpack(request);
+    if (!q)
+        return QueryKind::Other;
+    const auto m = q->header.method;
+    switch (q->header.attr_id) {
+    case attr::kPathRecord:
+        return m == method::kGetTable ? QueryKind::PathTable : QueryKind::PathGet;
+    case attr::kClassPortInfo:
+        return QueryKind::ClassPortInfo;
+    case attr::kInformInfo:
+        return QueryKind::InformInfoSet;
+    case attr::kServiceRecord:
+        return QueryKind::ServiceRecord;
+    case attr::kInformInfoRecord:
+        return QueryKind::InformInfoRecord;
+    default:
+        return QueryKind::Other;
+    }
+}
+
 MasterAnswer MasterModel::answer(const std::vector<std::uint8_t>& request, std::uint16_t from_lid) {
     const auto q = SaMad::unpack(request);
     if (!q)

@@ -116,6 +116,8 @@ public:
     std::size_t ports() const { return ports_.size(); }
     std::uint16_t sm_lid() const { return sm_lid_; }
 
+    // What a request is, by its attribute and method (also for one dropped unread).
+    static QueryKind kind_of(const std::vector<std::uint8_t>& request);
     // The answer to one request from the port at `from_lid`.
     MasterAnswer answer(const std::vector<std::uint8_t>& request, std::uint16_t from_lid);
 
