@@ -345,6 +345,50 @@ TEST_CASE("subscription checks are jittered: nodes started together do not ask t
     CHECK(intervals.size() > 1); // not one fixed period
 }
 
+TEST_CASE("a large fabric's nodes audit their subscriptions less often", "[coherence][budget]") {
+    // Every node audited each minute whatever the fabric: at 16,384 ports 273 GetTables a
+    // second that OpenSM answers by walking all 115 k subscriptions of the subnet. At most 5%
+    // of --master-transactions: 16,384 ports at 1,000/s, one audit per node per 328 s.
+    boost::asio::io_context io;
+    ManualClock clock(io);
+    FakeTransport transport;
+    LocalSa sa(io.get_executor(), clock, transport, {});
+    coherence::CoherenceConfig cc;
+    cc.preload = false;
+    cc.subscription_check = 60s;
+    cc.fabric_ports = 16384;
+    cc.master_transactions = 1000;
+    coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
+    CHECK(coh.audit_period() == 327680ms);
+    coh.start();
+    std::vector<Clock::time_point> checks;
+    for (int step = 0; step < 36000; ++step) { // an hour
+        clock.advance(100ms);
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid)
+                continue;
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
+                checks.push_back(clock.now());
+                sa.dispatch(from_lid(
+                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
+            } else {
+                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    REQUIRE(checks.size() >= 5);
+    CHECK(checks.size() <= 12); // about 10 after the start's spread; 57 at one a minute
+    for (std::size_t i = 1; i < checks.size(); ++i)
+        CHECK(checks[i] - checks[i - 1] >= 294s); // 0.9 of the period
+    // A small fabric keeps --subscription-check-s.
+    cc.fabric_ports = 256;
+    coherence::Coherence small(io.get_executor(), sa.coherence_parts(), cc);
+    CHECK(small.audit_period() == 60s);
+    cc.subscription_check = 0s;
+    coherence::Coherence never(io.get_executor(), sa.coherence_parts(), cc);
+    CHECK(never.audit_period() == 0s);
+}
+
 TEST_CASE("subscriptions the master does not confirm are sent again less and less often",
           "[coherence][budget][startup]") {
     // A fabric powered on at once overloads the master; a Set every 5 s from every node kept

@@ -165,7 +165,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "30000 ms while the port's verbs events arrive, 1000 without them)")(
         "subscription-check-s",
         po::value(&subscription_check_s)->default_value(subscription_check_s),
-        "seconds between checks that the master still holds the subscriptions (0: never)")(
+        "seconds between checks that the master still holds the subscriptions (0: never); "
+        "longer on a large fabric: at most 5% of --master-transactions")(
         "no-subscribe", po::bool_switch(&no_subscribe),
         "do not subscribe to the master's events (rely on refresh alone)")(
         "no-routing-epoch", po::bool_switch(&no_routing_epoch),

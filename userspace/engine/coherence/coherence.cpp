@@ -68,6 +68,7 @@ Coherence::~Coherence() {
 }
 
 void Coherence::start() {
+    subscriptions_.set_check_period(audit_period());
     refresher_.start();
     port_watch_.start();
     preloader_.schedule();
@@ -106,6 +107,19 @@ void Coherence::start_subscriptions() {
         return subscriptions_.subscribe();
     subscriptions_started_ = true;
     subscriptions_.start(); // this port's traps (unless --no-subscribe) and the audit
+}
+
+std::chrono::milliseconds Coherence::audit_period() const {
+    if (config_.subscription_check.count() == 0)
+        return config_.subscription_check;
+    // OpenSM answers an audit (a GetTable of InformInfoRecord) by walking every subscription
+    // of the subnet: at 16,384 ports, a check per node a minute is 273 such walks a second,
+    // for good. An SM that forgot the subscriptions without telling is rare (a new master
+    // re-registers the clients), so a large fabric's nodes audit less often.
+    const auto ports = static_cast<double>(preloader_.fabric_ports());
+    const auto floor_ms = static_cast<long>(
+        ports / (std::max(config_.master_transactions, 1U) * kAuditShare) * 1000.0);
+    return std::max(config_.subscription_check, std::chrono::milliseconds{floor_ms});
 }
 
 std::chrono::milliseconds Coherence::start_window() const {
@@ -255,7 +269,7 @@ void Coherence::reconfigure(const CoherenceConfig& config) {
     config_ = config;
     config_.subscribe = subscribe;
     config_.preload = preload;
-    subscriptions_.set_check_period(config_.subscription_check);
+    subscriptions_.set_check_period(audit_period());
     subscriptions_.set_resubscribe_retry(config_.resubscribe_retry);
     refresher_.set_limits(config_.refresh_rate, config_.idle_window);
     port_watch_.set_period(config_.port_poll);

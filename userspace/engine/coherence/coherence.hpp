@@ -66,6 +66,10 @@ public:
     // --master-transactions (0 while the fabric's size is unknown; at most 10 min). A fabric
     // powered on at once must not reach the master with all its Sets in the same seconds.
     std::chrono::milliseconds start_window() const;
+    // How often the subscriptions are audited: --subscription-check-s, longer on a large
+    // fabric (audits take at most kAuditShare of --master-transactions); 0: never.
+    std::chrono::milliseconds audit_period() const;
+    static constexpr double kAuditShare = 0.05;
     // The master's ClassPortInfo is read later on purpose, by this start's spread (a large
     // fabric): LocalSa::start() must not read it now. The local SA relays meanwhile, as it does
     // until it knows the master.
