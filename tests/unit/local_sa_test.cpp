@@ -737,6 +737,25 @@ TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers 
         REQUIRE(sent.size() == 1);
         CHECK(sent[0].to.lid == kSmLid);
     }
+    SECTION("an answer stored before the capabilities were known still answers after") {
+        // A large fabric's start reads ClassPortInfo late: the paths asked before must not be
+        // asked again once the key leaves ServiceID out (16,384 nodes: 45 k more Gets).
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        const auto master = opensm_path_answer(sent[0].bytes, 8);
+        f.deliver(from_lid(kSmLid, master));
+        REQUIRE(f.transport.take().size() == 1);
+        learn_master_cpi(f, kOpenSmCapMask2);
+        f.deliver(from_lid(kOwnLid, rdma_cm_request(0x12, 0x100005, 0x1064e20)));
+        sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        CHECK(sent[0].to.lid == kOwnLid);
+        auto expected = master;
+        mad::set_tid(expected, 0x12);
+        CHECK(sent[0].bytes == expected);
+        CHECK(f.sa->counters().pr_cache_misses == 1);
+    }
     SECTION("the master turns QoS on (learned again): ServiceIDs are in the key again") {
         learn_master_cpi(f, kOpenSmCapMask2);
         f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));

@@ -113,7 +113,16 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
                               std::size_t hash, std::optional<Clock::time_point> asked) {
     const auto m = in.bytes[mad::offset::kMethod];
     const auto now = clock_.now();
-    if (const auto hit = cache_.find(key, hash, now)) {
+    auto hit = cache_.find(key, hash, now);
+    if (!hit && key_ignores_ != 0) {
+        // Stored while the master's capabilities were unknown (a large fabric's start reads its
+        // ClassPortInfo late): the answer is kept under the whole mask, and still right.
+        const auto whole = cache::PathQueryKey::from_request(
+            m, load_be64(in.bytes, mad::offset::kCompMask), Bytes{in.bytes}.subspan(kSaHeaderSize));
+        if (whole.comp_mask != key.comp_mask)
+            hit = cache_.find(whole, now);
+    }
+    if (hit) {
         if (!stale_check_ || !is_stale(key, *hit)) {
             ++counters_.pr_cache_hits;
             // Past its refresh time and not confirmed since: served on the strength of
