@@ -36,10 +36,9 @@ struct FleetParams {
     std::chrono::seconds duration{3600};
     std::chrono::seconds warmup{60};
     // Scenario times, from the start of the measured span.
-    std::chrono::seconds job_period{600};       // Jobs: a job start every this long
-    std::chrono::seconds event_at{1200};        // Trap64 and FailOver: when the event happens
-    std::chrono::seconds new_port_use{60};      // Trap64: the nodes ask for the new port this later
-    std::chrono::seconds second_job_after{600}; // FailOver: a job this long after the fail-over
+    std::chrono::seconds job_period{600};  // Jobs: a job start every this long
+    std::chrono::seconds event_at{1200};   // Trap64 and FailOver: when the event happens
+    std::chrono::seconds new_port_use{60}; // Trap64: the nodes ask for the new port this later
     // Steady, PowerOn, Reroute, SwitchDown: every node uses one of its `targets` paths every
     // `use_period` (storage-like: the same few peers, a few times a minute).
     std::chrono::seconds use_period{20};

@@ -6,8 +6,8 @@
 //   jobs      a job start every --job-period-s;
 //   trap64    a job start, a port joining at --event-at-s (trap 64 to every node), each node
 //             asking its path to the new port a minute later;
-//   failover  a job start, an SM fail-over at --event-at-s (a standby on another LID, which
-//             holds no subscription), a job --second-job-after-s later;
+//   failover  steady, and an SM fail-over at --event-at-s (a standby on another LID, which
+//             holds no subscription);
 //   steady    every node uses one of its few peers (--targets) every --use-period-s;
 //   power-on  every node starts within --power-on-window-s, then uses its peers as in steady;
 //   reroute   steady, and a spine link down at --event-at-s (the master answers another rate,
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     std::size_t targets = 4, leaf_hosts = 18;
     MasterCapacity master;
     long duration_s = 3600, warmup_s = 60, job_period_s = 600, event_at_s = 1200;
-    long new_port_use_s = 60, second_job_after_s = 600, latency_us = 1000, idle_target_s = 0;
+    long new_port_use_s = 60, latency_us = 1000, idle_target_s = 0;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
     long preload_max_ports = -1, burst_share = -1;
@@ -135,8 +135,7 @@ int main(int argc, char** argv) {
                                              "trap64, failover: when the event happens")(
         "new-port-use-s", po::value(&new_port_use_s)->default_value(new_port_use_s),
         "trap64: the nodes ask for the new port this long after it joined")(
-        "second-job-after-s", po::value(&second_job_after_s)->default_value(second_job_after_s),
-        "failover: a job this long after the fail-over")(
+
         "idle-target-s", po::value(&idle_target_s)->default_value(idle_target_s),
         "idle: the cache must be silent this long after the job (plus one TTL round); 0: its "
         "idle window")("master-latency-us", po::value(&latency_us)->default_value(latency_us),
@@ -232,7 +231,6 @@ int main(int argc, char** argv) {
     p.job_period = std::chrono::seconds{job_period_s};
     p.event_at = std::chrono::seconds{event_at_s};
     p.new_port_use = std::chrono::seconds{new_port_use_s};
-    p.second_job_after = std::chrono::seconds{second_job_after_s};
     p.idle_target = std::chrono::seconds{idle_target_s};
     p.master_latency = std::chrono::microseconds{latency_us};
     p.capacity = capacity;
