@@ -730,6 +730,18 @@ nlohmann::json Fleet::report(Scenario scenario) {
                                 {"peak_over_capacity", peak_work},
                                 {"worst_client_wait_s", worst_wait_s + per_query_us / 1e6}};
     }
+    if (p_.per_second) {
+        auto& series = j["seconds"] = nlohmann::json::array();
+        for (std::size_t i = 0; i < seconds_.size(); ++i) {
+            const auto& sec = seconds_[i];
+            series.push_back({{"t", static_cast<long>(i) - static_cast<long>(warm)},
+                              {"queries", sec.queries},
+                              {"dropped", sec.dropped},
+                              {"records", sec.records},
+                              {"work", sec.work_us / 1e6},
+                              {"kinds", kinds_json(sec.kinds)}});
+        }
+    }
     // The warm-up: a fleet-wide start of localsad.
     std::uint64_t start_total = 0, start_dropped = 0, start_records = 0;
     std::uint32_t start_peak = 0;

@@ -35,6 +35,7 @@ struct FleetParams {
     // The measured span (after the warm-up: every node started, subscribed and preloaded).
     std::chrono::seconds duration{3600};
     std::chrono::seconds warmup{60};
+    bool per_second = false; // the report lists what each second offered the master
     // Scenario times, from the start of the measured span.
     std::chrono::seconds job_period{600};  // Jobs: a job start every this long
     std::chrono::seconds event_at{1200};   // Trap64 and FailOver: when the event happens

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
     long preload_max_ports = -1, burst_share = -1;
-    bool check = false;
+    bool check = false, per_second = false;
     std::size_t max_bytes_per_node = FleetParams{}.max_bytes_per_node;
 
     po::options_description opts(
@@ -179,6 +179,8 @@ int main(int argc, char** argv) {
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
         "--check at N >= 256: memory per simulated node at most (issue 25: 200 KB)")(
         "check", po::bool_switch(&check), "exit 1 when a target is missed")(
+        "per-second", po::bool_switch(&per_second),
+        "list what each second offered the master (queries, dropped, records, work, by kind)")(
         "json", po::value(&out_file), "write the JSON here instead of stdout")(
         "log-level", po::value(&log_level)->default_value(log_level), "spdlog level");
     po::variables_map vm;
@@ -228,6 +230,7 @@ int main(int argc, char** argv) {
     p.routing_epoch = routing_epoch == "on";
     p.duration = std::chrono::seconds{duration_s};
     p.warmup = std::chrono::seconds{warmup_s};
+    p.per_second = per_second;
     p.job_period = std::chrono::seconds{job_period_s};
     p.event_at = std::chrono::seconds{event_at_s};
     p.new_port_use = std::chrono::seconds{new_port_use_s};
