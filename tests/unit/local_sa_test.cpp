@@ -756,6 +756,26 @@ TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers 
         CHECK(sent[0].bytes == expected);
         CHECK(f.sa->counters().pr_cache_misses == 1);
     }
+    SECTION("a path asked before the capabilities were known is not warmed up again") {
+        // After an SM fail-over the capabilities are forgotten until the new master's
+        // ClassPortInfo answers; the clients' misses meanwhile are stored under the whole
+        // mask, and the warm-up (questions without ServiceID) asked each again: 16,384 nodes,
+        // 31 k more Gets after a fail-over.
+        const auto request = rdma_cm_request(0x11, 0x100005, 0x1064e20);
+        f.deliver(from_lid(kOwnLid, request));
+        auto sent = f.transport.take();
+        REQUIRE(sent.size() == 1);
+        f.deliver(from_lid(kSmLid, opensm_path_answer(sent[0].bytes, 8)));
+        REQUIRE(f.transport.take().size() == 1);
+        learn_master_cpi(f, kOpenSmCapMask2);
+        auto& paths = f.sa->coherence_parts().path_records;
+        paths.warm(paths.key_of(request)); // the warm set's question: ServiceID left out
+        CHECK(f.transport.take().empty());
+        CHECK(f.sa->counters().warm_queries == 0);
+        // Another destination is warmed up.
+        paths.warm(paths.key_of(rdma_cm_request(0x12, 0x100007, 0x1064e20)));
+        CHECK(f.transport.take().size() == 1);
+    }
     SECTION("the master turns QoS on (learned again): ServiceIDs are in the key again") {
         learn_master_cpi(f, kOpenSmCapMask2);
         f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));

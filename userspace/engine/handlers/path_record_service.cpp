@@ -37,6 +37,14 @@ std::uint16_t validate_path_request(Bytes request) {
     return status::kOk;
 }
 
+namespace {
+// The question without the fields a master without QoS support ignores.
+cache::PathQueryKey without_qos_fields(const cache::PathQueryKey& key) {
+    return cache::PathQueryKey::from_request(
+        key.method, key.comp_mask & ~(pr_mask::kServiceId | pr_mask::kQosClass), key.masked);
+}
+} // namespace
+
 void PathRecordService::set_master_capabilities(const std::optional<ClassPortInfo>& master) {
     const auto ignores = master && !(master->capability_mask2 & cap_mask2::kIsQosSupported)
                              ? pr_mask::kServiceId | pr_mask::kQosClass
@@ -194,6 +202,8 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
     ++counters_.pr_cache_misses;
     if (warm_set_ && m == method::kGet)
         warm_set_->note(key, now);
+    if (key_ignores_ == 0 && asked_unknown_.size() < kMaxAskedUnknown)
+        asked_unknown_.insert(without_qos_fields(key));
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;
     options.deadline = asked.value_or(now) + config_.requester_deadline;
@@ -339,6 +349,7 @@ void PathRecordService::new_generation() {
     if (!pending_.empty())
         retired_[generation_] = std::exchange(pending_, {});
     came_back_.clear(); // answers of retired questions are never stored
+    asked_unknown_.clear();
     ++generation_;
     // A table asked for a burst is the former port's (the preloader drops its answer): the
     // held misses go as misses of now.
@@ -517,7 +528,8 @@ bool PathRecordService::refresh_from_table(const cache::PathQueryKey& key) {
 }
 
 void PathRecordService::warm(const cache::PathQueryKey& key) {
-    if (pending_.contains(key) || cache_.peek(key) || refresh_from_table(key))
+    if (pending_.contains(key) || cache_.peek(key) || refresh_from_table(key) ||
+        asked_unknown_.contains(without_qos_fields(key)))
         return; // asked, known, or in the preload table already
     warming_.insert(key);
     ++counters_.warm_queries;

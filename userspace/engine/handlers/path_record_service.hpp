@@ -230,6 +230,11 @@ private:
     std::map<std::optional<std::uint16_t>, Burst> bursts_;
     // Questions asked by warm() and not answered yet.
     std::unordered_set<cache::PathQueryKey, cache::PathQueryKeyHash> warming_;
+    // Questions asked in this generation while the master's capabilities were unknown (after a
+    // resync, or a large fabric's start), without ServiceID and QoSClass: stored under the
+    // whole mask, warm() would not find them and ask them again.
+    std::unordered_set<cache::PathQueryKey, cache::PathQueryKeyHash> asked_unknown_;
+    static constexpr std::size_t kMaxAskedUnknown = 65536;
     StaleCheck stale_check_;
     cache::WarmSet* warm_set_ = nullptr;
     cache::PathAnswer stale_scratch_;
