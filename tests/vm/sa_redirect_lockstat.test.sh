@@ -13,7 +13,9 @@
 # Prints, per phase, the burst results and the lock_stat lines (times in us) of the SA client's
 # and the MAD layer's locks; docs/kernel.md ("Locks on the hot path") has the figures.
 # Fails only if lock_stat is missing or a burst loses a query. Label "lockstat", not in any
-# default run (tests/vm/CMakeLists.txt). LOCALSA_LOCKSTAT_OUT=FILE keeps the console output.
+# default run (tests/vm/CMakeLists.txt). LOCALSA_LOCKSTAT_OUT=FILE keeps the console output;
+# LOCALSA_LOCKSTAT_COUNT (200) and LOCALSA_LOCKSTAT_ROUNDS (3) size the bursts,
+# LOCALSA_LOCKSTAT_R sets sa_redirect_timeout_ms.
 # Usage: tests/vm/sa_redirect_lockstat.test.sh 6.12-debug
 # vm-lines: 6.12-debug
 set -euo pipefail
@@ -25,9 +27,11 @@ if [[ ${1:-} != --guest ]]; then
     export LOCALSA_STRESS_TIMEOUT_MS=${LOCALSA_STRESS_TIMEOUT_MS:-10000}
     export LOCALSA_VM_OPENSM_ARGS=${LOCALSA_VM_OPENSM_ARGS:--t 1000}
     rc=0
+    # LOCALSA_LOCKSTAT_R=MS: sa_redirect_timeout_ms (default 200)
     LOCALSA_RELAY_ARGS="--sa-delay-file /tmp/sa-delay" \
         bash scripts/vm run --kernel "$LINE" --sm H0 --hca H1 --timeout "${LOCALSA_VM_TIMEOUT:-1500}" \
         --modparam 'ib_core:sa_redirect=simhca1:1=self' \
+        --modparam "ib_core:sa_redirect_timeout_ms=${LOCALSA_LOCKSTAT_R:-200}" \
         -- bash tests/vm/sa_redirect_lockstat.test.sh --guest |
         tee "${LOCALSA_LOCKSTAT_OUT:-/dev/null}" || rc=${PIPESTATUS[0]}
     echo "sa_redirect_lockstat $LINE: $((SECONDS - t0)) s"
@@ -113,6 +117,7 @@ check "destination H2 ($DEST)" test -n "$DEST"
 # every lock chain
 op path_burst "$DEST" "$N" >/dev/null
 
+echo "sa_redirect_timeout_ms=$(cat /sys/module/ib_core/parameters/sa_redirect_timeout_ms)"
 echo "--- phase sm: no redirect, $ROUNDS bursts of $N (guest time $SECONDS s)"
 echo >"$RS"
 check "sm: not redirected" wait_until 10 state_is off
