@@ -814,7 +814,12 @@ TEST_CASE("give-up: RESOLVEs held for a burst and released past their deadline g
     f.sa->dispatch(
         from_lid(kSmLid, master_status_answer(sent[0].bytes, mad::status::kSaNoResources)));
     CHECK(f.sa->path_records().burst_held() == 0);
-    CHECK(f.umad.take().empty());
+    // (The start's own queries, ClassPortInfo and the epoch's read, come at random points of
+    // its window: only PathRecords count here.)
+    const auto after = f.umad.take();
+    CHECK(std::none_of(after.begin(), after.end(), [](const auto& m) {
+        return mad::load_be16(m.bytes, 16) == mad::attr::kPathRecord;
+    }));
     auto out = f.take_kernel();
     REQUIRE(out.size() == kMisses);
     std::set<std::uint32_t> seqs;

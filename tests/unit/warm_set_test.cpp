@@ -249,6 +249,7 @@ TEST_CASE("preload: the warm set is kept at exit and asked at the next start", "
     auto cc = config();
     cc.preload_max_ports = 100;
     cc.fabric_ports = 1000;
+    cc.master_transactions = 10'000'000; // a start window of about 1 ms
     cc.warm_file = dir.path / "fake0-1.warm";
     {
         Node n(cc);
@@ -265,7 +266,7 @@ TEST_CASE("preload: the warm set is kept at exit and asked at the next start", "
 
     Node again(cc);
     again.coh.start();
-    const auto gets = path_gets(again.run(10ms));
+    const auto gets = path_gets(again.run(60ms)); // one per 50 ms (--master-rate 20)
     REQUIRE(gets.size() == 2);
     // The very questions asked before: a requester's Get then hits.
     std::vector<std::uint64_t> asked;
@@ -287,12 +288,62 @@ TEST_CASE("preload: the warm set is kept at exit and asked at the next start", "
     CHECK(again.sa.counters().pr_cache_hits == 1);
 }
 
+TEST_CASE("preload: a large fabric's warm-up asks what the master's transactions allow, "
+          "spread over the start window",
+          "[warm][startup]") {
+    // 16,384 nodes powered on with 1,024 warm questions each asked 1.7e7 Gets within the
+    // 30 s spread. Now: at most --master-transactions x 10 min / ports beside the start's 9
+    // queries (27 at 16,384 ports), the most recent first, one at a time over the window.
+    TempDir dir;
+    auto cc = config();
+    cc.preload_max_ports = 100;
+    cc.fabric_ports = 1000;
+    cc.master_transactions = 10'000'000;
+    cc.warm_file = dir.path / "fake0-1.warm";
+    {
+        Node n(cc);
+        n.coh.start();
+        n.run(10ms);
+        for (std::uint64_t i = 0; i < 100; ++i)
+            n.use(0x10 + i, 0x100005 + i, static_cast<std::uint16_t>(8 + i));
+        bool done = false;
+        n.coh.shutdown([&] { done = true; });
+        n.run(5s);
+    }
+    cc.fabric_ports = 16384;
+    cc.master_transactions = 1000;
+    Node again(cc);
+    const auto t0 = again.clock.now();
+    again.coh.start();
+    // (9 + 27) x 16,384 / 1,000 s
+    CHECK(again.coh.start_window() == 589824ms);
+    std::vector<Clock::duration> at;
+    std::set<std::uint64_t> asked;
+    for (int step = 0; step < 1300; ++step) { // 21 min 40 s
+        for (const auto& g : again.run(1s)) {
+            // First asks only (an answer is refreshed on the TTL rules later).
+            if (asked.insert(sa::PathRecord::unpack(mad::Bytes{g.bytes}.subspan(56)).dgid.guid())
+                    .second)
+                at.push_back(again.clock.now() - t0);
+            again.sa.dispatch(from_lid(kSmLid, master_path_answer(g.bytes, 8)));
+        }
+    }
+    CHECK(at.size() == 27);
+    CHECK(again.sa.counters().warm_queries == 27);
+    CHECK(asked.count(0x100005 + 99) == 1); // the most recent first
+    CHECK(asked.count(0x100005) == 0);
+    REQUIRE(at.size() >= 2);
+    CHECK(at.back() - at.front() >= 9min); // one at a time over the window, not at once
+    CHECK(at.back() <= 589824ms * 2 + 2s);
+}
+
 TEST_CASE("preload: a corrupt warm file starts empty, and an admin's destinations are asked",
           "[warm]") {
     TempDir dir;
     auto cc = config();
     cc.preload_max_ports = 100;
     cc.fabric_ports = 1000;
+    cc.master_transactions = 10'000'000; // a start window of about 1 ms
     cc.warm_file = dir.path / "fake0-1.warm";
     std::ofstream(cc.warm_file) << "localsa-warm 1\nnot a line\n";
     std::string error;

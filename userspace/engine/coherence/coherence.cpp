@@ -29,6 +29,7 @@ PreloaderConfig preloader_config(const CoherenceConfig& c) {
     p.destinations = c.preload_destinations;
     p.burst_share_percent = c.burst_share_percent;
     p.burst_coalesce = c.burst_coalesce;
+    p.master_transactions = c.master_transactions;
     return p;
 }
 } // namespace
@@ -123,13 +124,9 @@ std::chrono::milliseconds Coherence::audit_period() const {
 }
 
 std::chrono::milliseconds Coherence::start_window() const {
-    // ClassPortInfo, the epoch's ServiceRecord and its vendor Set, six trap Sets.
-    constexpr double kStartQueries = 9;
-    const auto ports = static_cast<double>(preloader_.fabric_ports());
-    const auto ms = static_cast<long>(ports * kStartQueries /
-                                      std::max(config_.master_transactions, 1U) * 1000.0);
-    return std::min(std::chrono::milliseconds{ms},
-                    std::chrono::milliseconds{std::chrono::minutes{10}});
+    // ClassPortInfo, the epoch's ServiceRecord and its vendor Set, six trap Sets (the
+    // Preloader's start_queries), and the warm-up's Gets.
+    return preloader_.start_window();
 }
 
 void Coherence::shutdown(std::function<void()> done) {

@@ -94,6 +94,31 @@ std::size_t Preloader::fabric_ports() const {
     return config_.fabric_ports ? config_.fabric_ports : warm_.fabric_ports;
 }
 
+std::size_t Preloader::warm_up_size() const {
+    if (!config_.enabled)
+        return 0;
+    const auto wanted = config_.destinations.size() + (full_tables() ? 0 : warm_.size());
+    const auto n = fabric_ports();
+    if (n == 0)
+        return wanted;
+    // 16,384 nodes with 1,024 warm questions each would be 1.7e7 Gets at a power-on: a warm-up
+    // asks what the master's transactions allow beside the start, the most recent first.
+    const auto fits = static_cast<double>(config_.master_transactions) *
+                      std::chrono::duration<double>(kMaxStartWindow).count() /
+                      static_cast<double>(n);
+    const auto limit = fits > static_cast<double>(config_.start_queries)
+                           ? static_cast<std::size_t>(fits) - config_.start_queries
+                           : 0;
+    return std::min(wanted, limit);
+}
+
+std::chrono::milliseconds Preloader::start_window() const {
+    const auto queries = static_cast<double>(config_.start_queries + warm_up_size());
+    const auto ms = static_cast<long>(queries * static_cast<double>(fabric_ports()) /
+                                      std::max(config_.master_transactions, 1U) * 1000.0);
+    return std::min(std::chrono::milliseconds{ms}, std::chrono::milliseconds{kMaxStartWindow});
+}
+
 bool Preloader::full_tables() const {
     if (config_.max_ports == 0)
         return false;
@@ -121,7 +146,10 @@ void Preloader::schedule() {
         update_miss_burst(); // the fabric's size, from the file
     }
     state_ = "waiting";
-    timer_.expires_after(jitter_.up_to(config_.spread));
+    // Tables have their own bound (max_ports: N^2 records within the spread); a warm-up waits
+    // for its point in the start window.
+    timer_.expires_after(
+        jitter_.up_to(full_tables() ? config_.spread : std::max(config_.spread, start_window())));
     timer_.async_wait([this](auto ec) {
         if (!ec)
             start();
@@ -187,6 +215,8 @@ void Preloader::warm_up() {
     if (!full_tables())
         for (auto& q : warm_.questions())
             questions.push_back(std::move(q));
+    if (questions.size() > warm_up_size())
+        questions.resize(warm_up_size());
     if (questions.empty()) {
         if (state_ == "waiting" || state_ == "loading")
             state_ = "warm";
@@ -206,6 +236,29 @@ void Preloader::warm_step(std::vector<cache::PathQueryKey> questions, std::size_
                           std::uint64_t generation) {
     if (generation != generation_ || !transport_.port().active()) {
         running_ = false;
+        return;
+    }
+    // Spread over the start window where the fabric's size gives one (every node warms up
+    // after its start, and together they stay within the master's transactions).
+    if (const auto window = start_window(); window.count() > 0) {
+        const auto pace = std::max<std::chrono::milliseconds>(
+            window / static_cast<long>(questions.size()),
+            std::chrono::milliseconds{1000 / std::max(upstream_.config().background_rate, 1U)});
+        path_records_.warm(questions[index++]);
+        if (index == questions.size()) {
+            running_ = false;
+            if (state_ == "warming")
+                state_ = "warm";
+            return;
+        }
+        timer_.expires_after(pace);
+        timer_.async_wait(
+            [this, questions = std::move(questions), index, generation](auto ec) mutable {
+                if (!ec)
+                    warm_step(std::move(questions), index, generation);
+                else
+                    running_ = false;
+            });
         return;
     }
     // The master rate budget's pace: a second's worth of background tokens per second, so the

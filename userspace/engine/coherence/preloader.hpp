@@ -51,6 +51,10 @@ struct PreloaderConfig {
     // for others (sa::MissBurstConfig).
     std::size_t burst_share_percent = 50;
     std::chrono::milliseconds burst_coalesce{5};
+    // The master's transactions a second for what the fabric's nodes ask together (a start,
+    // a resync), and the queries a start costs besides its warm-up (CoherenceConfig).
+    unsigned master_transactions = 1000;
+    std::size_t start_queries = 9;
 };
 
 class Preloader {
@@ -81,6 +85,13 @@ public:
     bool full_tables() const;
     // The fabric's size as known (0: not known).
     std::size_t fabric_ports() const;
+    // The Gets a warm-up asks: the admin's destinations, then the warm set's most recent
+    // (none with full tables), at most what fits beside a start's queries in kMaxStartWindow.
+    std::size_t warm_up_size() const;
+    // The window a start or resync spreads its queries over, warm-up included: they, times
+    // the fabric's ports, over master_transactions (0 while the size is unknown).
+    std::chrono::milliseconds start_window() const;
+    static constexpr std::chrono::minutes kMaxStartWindow{10};
     const cache::WarmSet& warm_set() const { return warm_; }
     // Writes the warm set to its file now; false (and a log line) if it could not.
     bool save_warm_set();
