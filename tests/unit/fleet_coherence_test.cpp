@@ -305,6 +305,32 @@ TEST_CASE("upstream: background queries draw from one token bucket, clients go f
     CHECK(n <= static_cast<std::size_t>(elapsed / 10ms) + 1);
 }
 
+namespace {
+
+// Runs `span` in 100 ms steps as the master: every Set confirmed, every subscription audit
+// answered (TOO_MANY_RECORDS: not judged lost); returns when each audit came.
+std::vector<Clock::time_point> run_auditing(ManualClock& clock, FakeTransport& transport,
+                                            LocalSa& sa, Clock::duration span) {
+    std::vector<Clock::time_point> checks;
+    for (auto t = Clock::duration{}; t < span; t += 100ms) {
+        clock.advance(100ms);
+        for (const auto& s : transport.take()) {
+            if (s.to.lid != kSmLid)
+                continue;
+            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
+                checks.push_back(clock.now());
+                sa.dispatch(from_lid(
+                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
+            } else {
+                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
+            }
+        }
+    }
+    return checks;
+}
+
+} // namespace
+
 TEST_CASE("subscription checks are jittered: nodes started together do not ask together",
           "[coherence][budget]") {
     // Before, every node asked at exactly start + k x 60 s: a fabric whose nodes started
@@ -319,21 +345,7 @@ TEST_CASE("subscription checks are jittered: nodes started together do not ask t
     cc.subscription_check = 60s;
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     coh.start();
-    std::vector<Clock::time_point> checks;
-    for (int step = 0; step < 6000; ++step) { // 10 minutes
-        clock.advance(100ms);
-        for (const auto& s : transport.take()) {
-            if (s.to.lid != kSmLid)
-                continue;
-            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
-                checks.push_back(clock.now());
-                sa.dispatch(from_lid(
-                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
-            } else {
-                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
-            }
-        }
-    }
+    const auto checks = run_auditing(clock, transport, sa, 10min);
     REQUIRE(checks.size() >= 8);
     std::set<Clock::duration> intervals;
     for (std::size_t i = 1; i < checks.size(); ++i) {
@@ -361,21 +373,7 @@ TEST_CASE("a large fabric's nodes audit their subscriptions less often", "[coher
     coherence::Coherence coh(io.get_executor(), sa.coherence_parts(), cc);
     CHECK(coh.audit_period() == 327680ms);
     coh.start();
-    std::vector<Clock::time_point> checks;
-    for (int step = 0; step < 36000; ++step) { // an hour
-        clock.advance(100ms);
-        for (const auto& s : transport.take()) {
-            if (s.to.lid != kSmLid)
-                continue;
-            if (mad::load_be16(s.bytes, 16) == mad::attr::kInformInfoRecord) {
-                checks.push_back(clock.now());
-                sa.dispatch(from_lid(
-                    kSmLid, master_status_answer(s.bytes, mad::status::kSaTooManyRecords)));
-            } else {
-                sa.dispatch(from_lid(kSmLid, master_status_answer(s.bytes, 0)));
-            }
-        }
-    }
+    const auto checks = run_auditing(clock, transport, sa, 1h);
     REQUIRE(checks.size() >= 5);
     CHECK(checks.size() <= 12); // about 10 after the start's spread; 57 at one a minute
     for (std::size_t i = 1; i < checks.size(); ++i)

@@ -238,33 +238,19 @@ void Preloader::warm_step(std::vector<cache::PathQueryKey> questions, std::size_
         running_ = false;
         return;
     }
-    // Spread over the start window where the fabric's size gives one (every node warms up
-    // after its start, and together they stay within the master's transactions).
-    if (const auto window = start_window(); window.count() > 0) {
-        const auto pace = std::max<std::chrono::milliseconds>(
-            window / static_cast<long>(questions.size()),
-            std::chrono::milliseconds{1000 / std::max(upstream_.config().background_rate, 1U)});
-        path_records_.warm(questions[index++]);
-        if (index == questions.size()) {
-            running_ = false;
-            if (state_ == "warming")
-                state_ = "warm";
-            return;
-        }
-        timer_.expires_after(pace);
-        timer_.async_wait(
-            [this, questions = std::move(questions), index, generation](auto ec) mutable {
-                if (!ec)
-                    warm_step(std::move(questions), index, generation);
-                else
-                    running_ = false;
-            });
-        return;
-    }
     // The master rate budget's pace: a second's worth of background tokens per second, so the
-    // warm-up queues no deeper than the budget lets out (and never past max_queued).
+    // warm-up queues no deeper than the budget lets out (and never past max_queued). Where the
+    // fabric's size gives a start window, one at a time spread over it instead (every node
+    // warms up after its start, and together they stay within the master's transactions).
     const auto per_second = std::max<std::size_t>(upstream_.config().background_rate, 1);
-    const auto end = std::min(questions.size(), index + per_second);
+    const auto window = start_window();
+    const auto batch = window.count() > 0 ? std::size_t{1} : per_second;
+    const auto pace = window.count() > 0
+                          ? std::max<std::chrono::milliseconds>(
+                                window / static_cast<long>(questions.size()),
+                                std::chrono::milliseconds{1000 / static_cast<long>(per_second)})
+                          : std::chrono::milliseconds{std::chrono::seconds{1}};
+    const auto end = std::min(questions.size(), index + batch);
     for (; index < end; ++index)
         path_records_.warm(questions[index]);
     if (index == questions.size()) {
@@ -273,7 +259,7 @@ void Preloader::warm_step(std::vector<cache::PathQueryKey> questions, std::size_
             state_ = "warm";
         return;
     }
-    timer_.expires_after(std::chrono::seconds{1});
+    timer_.expires_after(pace);
     timer_.async_wait([this, questions = std::move(questions), index, generation](auto ec) mutable {
         if (!ec)
             warm_step(std::move(questions), index, generation);
