@@ -776,6 +776,14 @@ TEST_CASE("rdma_cm's ServiceIDs share one cached path when the master's answers 
         paths.warm(paths.key_of(rdma_cm_request(0x12, 0x100007, 0x1064e20)));
         CHECK(f.transport.take().size() == 1);
     }
+    SECTION("misses are remembered for the warm-up only while the capabilities are unknown") {
+        // A master with QoS support keeps every field in the key; its misses must not fill
+        // the set meant for the unknown window (it was cleared only at a resync).
+        learn_master_cpi(f, kOpenSmCapMask2 | kCapMask2IsQosSupported);
+        for (std::uint64_t i = 0; i < 10; ++i)
+            f.deliver(from_lid(kOwnLid, rdma_cm_request(0x20 + i, 0x100005 + i, 0x1064e20)));
+        CHECK(f.sa->coherence_parts().path_records.asked_while_unknown() == 0);
+    }
     SECTION("the master turns QoS on (learned again): ServiceIDs are in the key again") {
         learn_master_cpi(f, kOpenSmCapMask2);
         f.deliver(from_lid(kOwnLid, rdma_cm_request(0x11, 0x100005, 0x1064e20)));

@@ -56,6 +56,7 @@ void PathRecordService::set_master_capabilities(const std::optional<ClassPortInf
     // Answers stored before a change stay right: a key without these bits is the very question
     // that leaves them out, and a question with them no longer finds such a key.
     key_ignores_ = ignores;
+    master_known_ = master.has_value();
 }
 
 cache::PathQueryKey PathRecordService::key_of(Bytes request) const {
@@ -202,7 +203,7 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
     ++counters_.pr_cache_misses;
     if (warm_set_ && m == method::kGet)
         warm_set_->note(key, now);
-    if (key_ignores_ == 0 && asked_unknown_.size() < kMaxAskedUnknown)
+    if (!master_known_ && asked_unknown_.size() < kMaxAskedUnknown)
         asked_unknown_.insert(without_qos_fields(key));
     it->second.push_back({in.from, in.bytes});
     upstream::SubmitOptions options;

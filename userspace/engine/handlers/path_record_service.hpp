@@ -104,6 +104,8 @@ public:
     void set_master_capabilities(const std::optional<ClassPortInfo>& master);
     // The component mask bits left out of the cache key (see set_master_capabilities).
     std::uint64_t key_ignores() const { return key_ignores_; }
+    // Questions remembered as asked while the master's capabilities were unknown (tests).
+    std::size_t asked_while_unknown() const { return asked_unknown_.size(); }
     // The cache key of a request: its method, its mask less key_ignores() and the fields left.
     cache::PathQueryKey key_of(mad::Bytes request) const;
 
@@ -243,6 +245,7 @@ private:
     std::uint64_t jitter_state_ = 0x9e3779b97f4a7c15ULL;
     std::uint64_t generation_ = 0;
     std::uint64_t key_ignores_ = 0;
+    bool master_known_ = false; // its ClassPortInfo learned (set_master_capabilities)
     bool epoch_trusted_ = false;
     bool table_renewal_failed_ = false;
     Clock::time_point epoch_since_{};
