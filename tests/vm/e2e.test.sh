@@ -304,7 +304,11 @@ check "a fresh OpenSM is master" wait_until 60 osm2_master
 check "... and keeps simhca1's new LID" lid_is "$new_lid"
 localsad_lid() { [[ $(stat_of lid) == "$1" ]]; }
 check "localsad follows the new LID" wait_until 30 localsad_lid "$new_lid"
-check "the redirect is in force at the new LID" wait_until 5 state_is redirect
+# While localsad re-learns the new master it relays ib_sa's ClassPortInfo query (and the
+# probe) to it; one that went unanswered in the SM switch puts the port in fallback until
+# the next probe, sa_redirect_probe_ms later.
+PROBE_S=$((($(cat /sys/module/ib_core/parameters/sa_redirect_probe_ms) + 999) / 1000))
+check "the redirect is in force at the new LID" wait_until $((PROBE_S + 5)) state_is redirect
 pr3=$(stat_of pr_requests)
 rd3=$(redir 4)
 fb3=$(redir 5)
