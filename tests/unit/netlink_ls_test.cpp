@@ -793,6 +793,7 @@ TEST_CASE("give-up: RESOLVEs held for a burst and released past their deadline g
     cc.subscription_check = 0ms;
     cc.preload_max_ports = 10;
     cc.fabric_ports = 100;
+    cc.master_capacity = 100'000'000; // takes every table at once: no pacing
     coherence::Coherence coh(f.io.get_executor(), f.sa->coherence_parts(), cc);
     coh.start();
     f.clock.advance(10ms);

@@ -431,3 +431,33 @@ TEST_CASE("preload: under a trusted epoch, a table not received is asked again",
     n.ask(1, 0x100005);
     CHECK(n.sa->counters().pr_preload_hits == 1);
 }
+
+TEST_CASE("preload: under a trusted epoch a table's answers stay in the table, not copied to "
+          "the cache",
+          "[coherence][preload][epoch][memory]") {
+    auto cc = epoch_on();
+    cc.preload = true;
+    auto lc = short_ttl();
+    lc.path_record.positive_ttl = 300s;
+    Node n(lc, cc);
+    const auto table = table_records({{0x100005, 8}, {0x100007, 11}});
+    // The epoch's record first (the table lost), then the table again.
+    for (int i = 0; i < 10; ++i) {
+        n.clock.advance(5ms);
+        n.serve(7, table, false);
+    }
+    REQUIRE(n.coh->epoch_trusted());
+    for (int i = 0; i < 1000 && n.coh->preload_state() != "done"; ++i) {
+        n.clock.advance(10ms);
+        n.serve(7, table, true);
+    }
+    REQUIRE(n.coh->preload_state() == "done");
+    n.ask(1, 0x100005);
+    n.ask(2, 0x100005);
+    n.ask(3, 0x100007);
+    // Each answered from the table, which holds them until the epoch changes: a copy per
+    // path in the cache would double what a node talking to the whole fabric holds.
+    CHECK(n.sa->counters().pr_preload_hits == 3);
+    CHECK(n.sa->counters().pr_cache_misses == 0);
+    CHECK(n.sa->cache().size() == 0);
+}

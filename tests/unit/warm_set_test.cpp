@@ -83,8 +83,8 @@ struct Node {
     FakeTransport transport;
     LocalSa sa;
     coherence::Coherence coh;
-    explicit Node(const coherence::CoherenceConfig& cc)
-        : sa(io.get_executor(), clock, transport, {}),
+    explicit Node(const coherence::CoherenceConfig& cc, LocalSaConfig lc = {})
+        : sa(io.get_executor(), clock, transport, lc),
           coh(io.get_executor(), sa.coherence_parts(), cc) {}
     // Runs what is due within `d`; returns what was sent meanwhile (ClassPortInfo aside).
     std::vector<SentMad> run(Clock::duration d) {
@@ -381,6 +381,7 @@ coherence::CoherenceConfig burst_config() {
     auto cc = config();
     cc.preload_max_ports = 10;
     cc.fabric_ports = 100;
+    cc.master_capacity = 100'000'000; // takes every table at once: no pacing
     return cc;
 }
 
@@ -483,4 +484,54 @@ TEST_CASE("burst: below the threshold a miss goes at once, never held", "[warm][
     CHECK(n.sa.path_records().miss_burst().threshold == 0);
     n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000, 0x200000)));
     CHECK(path_gets(n.transport.take()).size() == 1);
+}
+
+TEST_CASE("burst: the table waits for this port's turn in the window the master's capacity "
+          "needs; retries meanwhile never become Gets",
+          "[warm][burst]") {
+    auto cc = burst_config();
+    // 60 misses: about 60 ports asking 100 records each, 6,000 records at 1,000 a second, a
+    // window of 6 s; LID 5 is the 5th of 100 ports: its turn is at 4% of it, 240 ms.
+    cc.master_capacity = 1000;
+    // Requesters that wait for their live local SA (the kernel's probe before fallback).
+    LocalSaConfig lc;
+    lc.path_record.requester_deadline = 10s;
+    Node n(cc, lc);
+    n.coh.start();
+    n.run(10ms);
+    for (std::uint64_t i = 0; i < 60; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    auto sent = n.run(230ms);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    CHECK(path_gets(sent).empty());
+    CHECK(n.sa.counters().burst_tables == 1);
+    // Requesters retry while they wait (new TIDs): more than the hold's bound (4 x 50 + 256).
+    for (std::uint64_t r = 0; r < 500; ++r)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x5000 + r, 0x200000 + r % 60)));
+    CHECK(path_gets(n.transport.take()).empty());
+    CHECK(n.sa.path_records().burst_held() == 4 * 50 + 256);
+    sent = n.run(20ms);
+    REQUIRE(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
+    CHECK(path_gets(sent).empty());
+    const auto table = *std::find_if(sent.begin(), sent.end(), is_path_table);
+    n.sa.dispatch(from_lid(kSmLid, table_answer(table.bytes, fabric_table(100))));
+    CHECK(answers_to_clients(n.transport.take()) == 4 * 50 + 256);
+    CHECK(n.sa.path_records().burst_held() == 0);
+}
+
+TEST_CASE("burst: the table is not paced past what the held misses' requesters wait",
+          "[warm][burst]") {
+    auto cc = burst_config();
+    cc.master_capacity = 1000; // LID 5's turn would be at 240 ms
+    Node n(cc); // requesters wait 200 ms (--requester-deadline-ms), half for the master
+    n.coh.start();
+    n.run(10ms);
+    for (std::uint64_t i = 0; i < 60; ++i)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
+    // The coalescing window, then 95 ms: the table comes while they still wait.
+    auto sent = n.run(99ms);
+    CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
+    sent = n.run(2ms);
+    CHECK(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
+    CHECK(path_gets(sent).empty());
 }

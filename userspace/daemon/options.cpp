@@ -172,8 +172,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "no-routing-epoch", po::bool_switch(&no_routing_epoch),
         "ignore the master's routing epoch (OpenSM plugin localsaepoch): refresh on the TTL")(
         "master-capacity", po::value(&master_capacity)->default_value(master_capacity),
-        "PathRecords a second the master computes for renewals after a routing epoch change, "
-        "fleet-wide: sizes the window they are spread over")(
+        "PathRecords a second the master computes for renewals after a routing epoch change "
+        "and for the tables of bursts of cold misses, fleet-wide: sizes the windows they are "
+        "spread over")(
         "master-transactions", po::value(&master_transactions)->default_value(master_transactions),
         "transactions a second the master serves, fleet-wide (a Get or a Set is one): sizes "
         "the window of renewals by Get after a routing epoch change, and the spread of a "

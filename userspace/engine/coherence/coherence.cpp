@@ -30,6 +30,7 @@ PreloaderConfig preloader_config(const CoherenceConfig& c) {
     p.burst_share_percent = c.burst_share_percent;
     p.burst_coalesce = c.burst_coalesce;
     p.master_transactions = c.master_transactions;
+    p.master_capacity = c.master_capacity;
     return p;
 }
 } // namespace

@@ -52,6 +52,25 @@ std::size_t Preloader::burst_threshold() const {
     return std::max<std::size_t>(32, n * config_.burst_share_percent / 100);
 }
 
+std::chrono::milliseconds Preloader::burst_table_delay(std::size_t misses) const {
+    const auto n = fabric_ports();
+    if (n == 0 || misses == 0)
+        return std::chrono::milliseconds{0};
+    // About `misses` ports ask N records each: that many records over the master's capacity.
+    const auto window_ms = static_cast<double>(misses) * static_cast<double>(n) /
+                           std::max(config_.master_capacity, 1U) * 1000.0;
+    // OpenSM hands out LIDs densely: a port's LID among N places it evenly, where a random
+    // draw would bunch some seconds above the capacity.
+    const auto lid = transport_.port().lid;
+    const auto slot = static_cast<double>((lid == 0 ? 0 : lid - 1U) % n) / static_cast<double>(n);
+    // Within what the held misses' requesters wait, half of it left for the master's answer:
+    // one that gave up asks the master itself, and a table after that only adds its records
+    // (--requester-deadline-ms; a kernel that waits for a live localsad lets it be raised).
+    const auto waits = path_records_.config().requester_deadline / 2 - config_.burst_coalesce;
+    return std::min(std::chrono::milliseconds{static_cast<long>(window_ms * slot)},
+                    std::max(waits, std::chrono::milliseconds{0}));
+}
+
 void Preloader::update_miss_burst() {
     sa::MissBurstConfig c;
     c.threshold = burst_threshold();
@@ -75,17 +94,34 @@ void Preloader::install_burst_hooks() {
                 path_records_.burst_closed(pkey);
         });
     };
-    hooks.ask_table = [this](std::optional<std::uint16_t> pkey) {
-        ask_table(
-            pkey, upstream::Priority::Client,
-            [this, pkey](bool ok) {
-                if (ok)
-                    // Above the threshold: kept until the epoch changes or it expires, never
-                    // renewed (renew_within drops it).
-                    path_records_.set_table_fresh_for(table_freshness());
-                path_records_.burst_table_arrived(pkey, ok);
-            },
-            [] {}); // a resync released the misses (PathRecordService::new_generation)
+    hooks.ask_table = [this](std::optional<std::uint16_t> pkey, std::size_t misses) {
+        auto ask = [this, pkey] {
+            ask_table(
+                pkey, upstream::Priority::Client,
+                [this, pkey](bool ok) {
+                    if (ok)
+                        // Above the threshold: kept until the epoch changes or it expires, never
+                        // renewed (renew_within drops it).
+                        path_records_.set_table_fresh_for(table_freshness());
+                    path_records_.burst_table_arrived(pkey, ok);
+                },
+                [] {}); // a resync released the misses (PathRecordService::new_generation)
+        };
+        const auto delay = burst_table_delay(misses);
+        if (delay.count() == 0) {
+            ask();
+            return;
+        }
+        spdlog::info("the table for {} cold misses is asked in {} ms (this port's turn among "
+                     "the fabric's, at --master-capacity {} records/s)",
+                     misses, delay.count(), config_.master_capacity);
+        // The coalescing window's timer has fired: it waits for this port's turn now.
+        auto& timer = burst_timers_.try_emplace(pkey, clock_, executor_).first->second;
+        timer.expires_after(delay);
+        timer.async_wait([ask, generation = generation_, this](auto ec) {
+            if (!ec && generation == generation_)
+                ask();
+        });
     };
     path_records_.set_miss_burst_hooks(std::move(hooks));
 }

@@ -55,6 +55,9 @@ struct PreloaderConfig {
     // a resync), and the queries a start costs besides its warm-up (CoherenceConfig).
     unsigned master_transactions = 1000;
     std::size_t start_queries = 9;
+    // The PathRecords a second the master computes for what the nodes ask together
+    // (--master-capacity): paces the tables asked for bursts of cold misses.
+    unsigned master_capacity = 20000;
 };
 
 class Preloader {
@@ -108,6 +111,12 @@ public:
     // Distinct cold misses to a partition within a second that ask its table (0: never):
     // above the threshold, burst_share_percent of the fabric's ports, at least 32.
     std::size_t burst_threshold() const;
+    // How long after its burst this port asks the table, for a burst of `misses` destinations
+    // (0: at once). A job that makes this port miss that many makes about as many ports ask a
+    // table of the fabric's ports at the same moment: they are spread over the window the
+    // master's capacity needs for all of them, each port at its own slot (its LID), and
+    // within half of what the held misses' requesters wait (--requester-deadline-ms).
+    std::chrono::milliseconds burst_table_delay(std::size_t misses) const;
     // idle, disabled, waiting, loading, done, partial, warming or warm.
     const std::string& state() const { return state_; }
 

@@ -165,7 +165,12 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
                 if (!epoch_trusted_ && now >= fetched + table_fresh_for())
                     ++counters_.stale_served;
                 respond(in.from, make_records_response(in.bytes, PathRecord::kSize, *rec));
-                // From now on an answer like any other: refreshed while used, then dropped.
+                // Under a trusted epoch the table answers until the epoch changes, and then it
+                // is renewed or dropped: a copy in the cache would double the memory of a node
+                // that talks to the whole fabric (a 4,096-port job: 4,095 paths).
+                if (epoch_trusted_)
+                    return;
+                // Without the epoch, from now on an answer like any other: refreshed while used, then dropped.
                 // An old table (a job start late in its life) is renewed within 0.1 TTL
                 // (Coherence looks that often): the answer waits twice that for it rather than
                 // asking the master at once.
@@ -237,9 +242,15 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
     auto& burst = bursts_[pkey];
     if (now < burst.quiet_until && !burst.table_asked)
         return false;
-    // Bounded: requesters that retry while the table is on its way add a waiter each.
-    if (burst.held.size() >= 4 * burst_config_.threshold + kMaxWaitersPerQuestion)
-        return false;
+    // Bounded: requesters that retry while the table is on its way add a waiter each. Once
+    // the table is asked the oldest gives way (its requester has retried or given up): a
+    // retry must not turn into a Get while the table is paced to the master's capacity.
+    if (burst.held.size() >= 4 * burst_config_.threshold + kMaxWaitersPerQuestion) {
+        if (!burst.table_asked)
+            return false;
+        ++counters_.pr_waiters_overflow;
+        burst.held.erase(burst.held.begin());
+    }
     burst.held.push_back({in, now});
     ++counters_.burst_held;
     if (burst.table_asked)
@@ -262,12 +273,13 @@ void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
         // whatever this port asks of the partition until the epoch changes (or its expiry).
         burst.table_asked = true;
         ++counters_.burst_tables;
+        const auto misses = burst.recent.size();
         spdlog::info("{} cold misses to PKey {} within {} ms: asking its table (one GetTable "
                      "instead of a Get each)",
-                     burst.recent.size(), pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
+                     misses, pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
                      burst_config_.window.count());
         burst.recent.clear();
-        burst_hooks_.ask_table(pkey);
+        burst_hooks_.ask_table(pkey, misses);
         return;
     }
     release_burst(pkey);

@@ -59,8 +59,9 @@ struct MissBurstHooks {
     // Calls PathRecordService::burst_closed(pkey) after `delay`.
     std::function<void(std::chrono::milliseconds delay, std::optional<std::uint16_t> pkey)>
         call_after;
-    // Asks the table of `pkey` from this port; PathRecordService::burst_table_arrived follows.
-    std::function<void(std::optional<std::uint16_t> pkey)> ask_table;
+    // Asks the table of `pkey` from this port, for a burst of `misses` distinct destinations;
+    // PathRecordService::burst_table_arrived follows.
+    std::function<void(std::optional<std::uint16_t> pkey, std::size_t misses)> ask_table;
 };
 
 class PathRecordService {
@@ -222,7 +223,7 @@ private:
             transport::InboundMad request;
             Clock::time_point asked;
         };
-        std::vector<Held> held;               // waiting for the window's end or the table
+        std::deque<Held> held;                // waiting for the window's end or the table
         std::deque<Clock::time_point> recent; // distinct misses within the window
         bool table_asked = false;
         Clock::time_point quiet_until{}; // after a table: no other before

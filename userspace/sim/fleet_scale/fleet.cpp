@@ -385,8 +385,10 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     asking_ = {};
     if (answered)
         return; // answered at once (a hit): nothing to wait for
-    // Not answered within the kernel's sa_redirect_timeout_ms: the kernel asks the master.
     client_waiting_.emplace(tid, asked_ms);
+    if (p_.fail_open_after_probe)
+        return; // the simulated local SAs answer probes: the client waits for its answer
+    // Not answered within the kernel's sa_redirect_timeout_ms: the kernel asks the master.
     fail_opens_.push_back(
         {now_us() + p_.fail_open.count() * 1000, seq_++, tid, !master_.is_down(dst.gid)});
 }

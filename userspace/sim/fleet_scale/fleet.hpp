@@ -59,6 +59,11 @@ struct FleetParams {
     // The kernel's sa_redirect_timeout_ms: a client query localsa has not answered by then goes
     // to the master from the kernel itself (fail-open); counted as a master query.
     std::chrono::milliseconds fail_open{200};
+    // The kernel's rule for a redirected query its live local SA has not answered by then:
+    // false, it goes to the master at once (patch 0004 alone); true, only if a probe of the
+    // local SA goes unanswered too (the series' probe before fallback): a live local SA is
+    // waited for, as the master would be.
+    bool fail_open_after_probe = false;
     // The master runs userspace/opensm/localsa_epoch.c (its routing epoch ServiceRecord, bumped
     // with a Report on a routing change) and the nodes use it (localsad's default), or neither
     // (the TTL rules alone, as before the epoch).

@@ -96,7 +96,8 @@ std::vector<std::string> missed_targets(const nlohmann::json& r, double capacity
 int main(int argc, char** argv) {
     std::size_t nodes = 256;
     std::string scenarios_arg = "idle,jobs,trap64,failover,steady,power-on,reroute,switch-down",
-                out_file, log_level = "warn", routing_epoch = "on", preload = "on";
+                out_file, log_level = "warn", routing_epoch = "on", preload = "on",
+                kernel_fallback = "timeout";
     long use_period_s = 20, power_on_window_s = 10, outage_s = 600;
     std::size_t targets = 4, leaf_hosts = 18;
     MasterCapacity master;
@@ -174,6 +175,10 @@ int main(int argc, char** argv) {
         "preload-max-ports", po::value(&preload_max_ports),
         "localsad's --preload-max-ports (default: auto); a node knows the fabric's size from "
         "its warm set file, as after its first start")(
+        "kernel-fallback", po::value(&kernel_fallback)->default_value(kernel_fallback),
+        "the kernel's rule for a query its local SA has not answered within "
+        "sa_redirect_timeout_ms: timeout, it goes to the master; probe, only if the local SA "
+        "fails a probe too (a live local SA is waited for)")(
         "burst-share", po::value(&burst_share),
         "localsad's --burst-share (default: localsad's; 0: each cold miss read through)")(
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
@@ -223,8 +228,17 @@ int main(int argc, char** argv) {
         std::cerr << "localsa-fleet-scale: --preload is on or off\n";
         return 2;
     }
+    if (kernel_fallback != "timeout" && kernel_fallback != "probe") {
+        std::cerr << "localsa-fleet-scale: --kernel-fallback is timeout or probe\n";
+        return 2;
+    }
     FleetParams p;
     p.nodes = nodes;
+    p.fail_open_after_probe = kernel_fallback == "probe";
+    if (p.fail_open_after_probe)
+        // The consumers retry while their live local SA holds their question (10 min: the
+        // longest window a table waits for here).
+        p.local_sa.path_record.requester_deadline = std::chrono::minutes{10};
     p.preload = preload == "on";
     p.max_bytes_per_node = max_bytes_per_node;
     p.routing_epoch = routing_epoch == "on";
@@ -285,6 +299,8 @@ int main(int argc, char** argv) {
              ? "tables"
              : "warm set"},
         {"burst_share", p.coherence.burst_share_percent},
+        {"kernel_fallback", kernel_fallback},
+        {"master_capacity_option", p.coherence.master_capacity},
         {"subscription_check_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.coherence.subscription_check).count()}};
     out["scenarios"] = nlohmann::json::array();
