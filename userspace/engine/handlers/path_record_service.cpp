@@ -170,9 +170,9 @@ void PathRecordService::serve(const transport::InboundMad& in, const cache::Path
                 // that talks to the whole fabric (a 4,096-port job: 4,095 paths).
                 if (epoch_trusted_)
                     return;
-                // Without the epoch, from now on an answer like any other: refreshed while used, then dropped.
-                // An old table (a job start late in its life) is renewed within 0.1 TTL
-                // (Coherence looks that often): the answer waits twice that for it rather than
+                // Without the epoch, from now on an answer like any other: refreshed while used,
+                // then dropped. An old table (a job start late in its life) is renewed within 0.1
+                // TTL (Coherence looks that often): the answer waits twice that for it rather than
                 // asking the master at once.
                 from_table.refresh_at =
                     std::max(fetched + jittered_ttl(), now + config_.positive_ttl / 5);
