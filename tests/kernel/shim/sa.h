@@ -70,6 +70,7 @@ struct ib_sa_redirect_span {
 enum ib_sa_redirect_kind ib_sa_redirect_lookup(const char *dev, u32 port, u16 *lid);
 unsigned int ib_sa_redirect_timeout_ms(void);
 unsigned int ib_sa_redirect_probe_ms(void);
+unsigned int ib_sa_redirect_probe_timeout_ms(void);
 bool ib_sa_redirect_is_get(u8 method);
 bool ib_sa_redirect_refused(__be16 status);
 bool ib_sa_redirect_not_processed(u8 method, int retries, __be16 status);
