@@ -6,7 +6,8 @@
  * "path") in flight at once; with CANCEL_MS, every query still running that
  * long after the last was sent is cancelled (ib_sa_cancel_query(), as
  * rdma_cm does when an id is destroyed).  Every query must call back once:
- * with 0 or, if cancelled, -EINTR.
+ * with 0 or, if cancelled, -EINTR.  The result has the first answer, as
+ * "path" prints it, and how many answers differ from it ("differ").
  *
  * "route_burst" DEV PORT DGID COUNT [DESTROY_MS]: COUNT rdma_cm ids resolve
  * an address and a route at once; with DESTROY_MS, every id is destroyed
@@ -17,6 +18,7 @@
 #include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/string.h>
 #include <net/net_namespace.h>
 #include <rdma/rdma_cm.h>
 
@@ -32,6 +34,8 @@ struct localsa_test_burst {
 	unsigned int ok, eintr, etimedout, other;
 	int other_status;	/* the last status counted in other */
 	s64 max_us, sum_us;
+	unsigned int differ;	/* answers unlike the first */
+	char first[96];		/* the first answer, as "path" prints it */
 };
 
 static void localsa_test_burst_init(struct localsa_test_burst *b,
@@ -85,11 +89,12 @@ static bool localsa_test_burst_wait(struct localsa_test_burst *b,
 	lost = b->pending;
 	done = count - lost;
 	scnprintf(result, len,
-		  "count=%u ok=%u eintr=%u etimedout=%u other=%u other_status=%d lost=%u max_ms=%lld mean_ms=%lld elapsed_ms=%lld\n",
+		  "count=%u ok=%u eintr=%u etimedout=%u other=%u other_status=%d lost=%u max_ms=%lld mean_ms=%lld elapsed_ms=%lld differ=%u%s%s\n",
 		  count, b->ok, b->eintr, b->etimedout, b->other,
 		  b->other_status, lost, div_s64(b->max_us, 1000),
 		  done ? div_s64(b->sum_us, 1000 * (s64)done) : 0,
-		  ktime_ms_delta(ktime_get(), start));
+		  ktime_ms_delta(ktime_get(), start), b->differ,
+		  b->first[0] ? " " : "", b->first);
 	spin_unlock_irq(&b->lock);
 	return !lost;
 }
@@ -111,9 +116,23 @@ static void localsa_test_path_member_cb(int status, struct sa_path_rec *resp,
 {
 	struct localsa_test_path_member *m = context;
 
+	struct localsa_test_burst *b = m->burst;
+	unsigned long flags;
+	char rec[96];
+
 	if (!status && !resp)
 		status = -ENODATA;
-	localsa_test_burst_count(m->burst, status, m->start);
+	if (!status) {
+		/* every member asks the same: every answer must be the same */
+		localsa_test_format_path(rec, sizeof(rec), 0, resp);
+		spin_lock_irqsave(&b->lock, flags);
+		if (!b->first[0])
+			strscpy(b->first, rec, sizeof(b->first));
+		else if (strcmp(b->first, rec))
+			b->differ++;
+		spin_unlock_irqrestore(&b->lock, flags);
+	}
+	localsa_test_burst_count(b, status, m->start);
 }
 
 static int localsa_test_path_burst_run(struct localsa_test_dev *dev, u32 port,

@@ -390,18 +390,43 @@ static void test_doubts(void)
 /* a probe flushed by the removal of the port, or not sent, says nothing */
 static void test_probe_result(void)
 {
-	CHECK(ib_sa_redirect_probe_result(true, 0, 0) == IB_SA_REDIRECT_PROBE_ALIVE,
+	CHECK(ib_sa_redirect_probe_result(true, 0, 0, false) == IB_SA_REDIRECT_PROBE_ALIVE,
 	      "an answered probe");
-	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x0300)) ==
+	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x0300), false) ==
 	      IB_SA_REDIRECT_PROBE_ALIVE, "an SA's error answer");
-	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x000c)) ==
+	CHECK(ib_sa_redirect_probe_result(true, -EINVAL, cpu_to_be16(0x000c), true) ==
 	      IB_SA_REDIRECT_PROBE_GONE, "a refused probe");
-	CHECK(ib_sa_redirect_probe_result(false, -ETIMEDOUT, 0) ==
+	CHECK(ib_sa_redirect_probe_result(false, -ETIMEDOUT, 0, false) ==
 	      IB_SA_REDIRECT_PROBE_GONE, "a probe that timed out");
-	CHECK(ib_sa_redirect_probe_result(false, -EINTR, 0) ==
+	CHECK(ib_sa_redirect_probe_result(false, -EINTR, 0, true) ==
 	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a flushed probe taken for a verdict");
-	CHECK(ib_sa_redirect_probe_result(false, -EIO, 0) ==
+	CHECK(ib_sa_redirect_probe_result(false, -EIO, 0, false) ==
 	      IB_SA_REDIRECT_PROBE_UNKNOWN, "a probe whose send failed taken for a verdict");
+	/* the target answered other queries meanwhile: busy, not hung */
+	CHECK(ib_sa_redirect_probe_result(false, -ETIMEDOUT, 0, true) ==
+	      IB_SA_REDIRECT_PROBE_ALIVE, "a busy target taken for gone");
+}
+
+/* Gets waiting at a target make the port probe it only when it answers nothing */
+static void test_stalled(void)
+{
+	const unsigned long wait = 5, sent = 1000;
+	unsigned long next = 0;
+
+	CHECK(!ib_sa_redirect_stalled(sent + 4, sent, sent, wait, &next) &&
+	      next == sent + wait, "a Get probed before it waited R");
+	CHECK(!ib_sa_redirect_stalled(sent + 7, sent, sent + 3, wait, &next) &&
+	      next == sent + 3 + wait, "a backlog that is answered probed");
+	CHECK(!ib_sa_redirect_stalled(sent + 50, sent, sent + 49, wait, &next),
+	      "a long backlog that is answered probed");
+	CHECK(ib_sa_redirect_stalled(sent + 5, sent, sent - 1, wait, &next) &&
+	      next == sent + 5 + wait, "a silent target not probed");
+	CHECK(ib_sa_redirect_stalled(sent + 9, sent, sent + 3, wait, &next),
+	      "a target silent for R not probed");
+	CHECK(!ib_sa_redirect_stalled(2, ULONG_MAX - 1, ULONG_MAX - 1, wait, &next),
+	      "the wrap of jiffies");
+	CHECK(ib_sa_redirect_stalled(4, ULONG_MAX - 1, ULONG_MAX - 5, wait, &next),
+	      "the wrap of jiffies (silent)");
 }
 
 /* a refusal proves "not processed" only for a try that was not retried */
@@ -447,6 +472,7 @@ int main(void)
 	test_to_sm();
 	test_doubts();
 	test_probe_result();
+	test_stalled();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

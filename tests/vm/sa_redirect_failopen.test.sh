@@ -2,8 +2,9 @@
 # vm test: ib_core.sa_redirect on a live IB port of kernel line $1 (6.1 or 6.12): a simhca
 # port whose fabric is a stub (tests/vm/lib/sa_stub.py) with the SM and stand-in redirect
 # targets; checks the redirect to self (used exactly when an agent serves the request),
-# the fail-open per method (a slow answer costs the query a fallback, never the port; a
-# Set is not sent twice), the probes of a fixed target LID, stale decisions, a device
+# the fail-open per method (a target that answers neither a query nor a probe within
+# sa_redirect_timeout_ms costs the port its redirect until it answers a probe; a Set is
+# not sent twice), the probes of a fixed target LID, stale decisions, a device
 # rename, an SM LID of 0 and the removal of the device while probing.
 # Boots through scripts/vm (no ibsim fabric: simhca and the stub are started by the checks).
 # vm-lines: 6.1 6.12 6.12-debug

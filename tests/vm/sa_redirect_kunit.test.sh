@@ -22,9 +22,10 @@ VM_FABRIC_DIR=${VM_FABRIC_DIR:-/tmp/vm-fabric}  # no fabric: finish() looks ther
 # shellcheck source=tests/vm/lib/vm-checks.sh
 . "$(dirname "$0")/lib/vm-checks.sh"
 
-# the cases of the suite, as the patch defines them
-cases=$(grep -oE 'KUNIT_CASE\(ib_sa_redirect_test_[a-z_]+\)' \
-    "$(dirname "$0")/../../kernel/patches/6.12/"*-KUnit-*.patch | sed -E 's/.*\((.*)\)/\1/')
+# the cases of the suite, as the patches add them (the KUnit patches are three, not all with
+# "KUnit" in their file names)
+cases=$(grep -hoE '^\+[[:space:]]*KUNIT_CASE\(ib_sa_redirect_test_[a-z_]+\)' \
+    "$(dirname "$0")/../../kernel/patches/6.12/"*.patch | sed -E 's/.*\((.*)\)/\1/' | sort -u)
 ncases=$(wc -w <<<"$cases")
 echo "kernel $(uname -r), $ncases cases in the suite"
 check "the suite has cases" test "$ncases" -gt 0

@@ -108,15 +108,14 @@ burst_ok "cancelled burst" "$r" cancelled
 section "localsad stopped: $N path queries, cancelled as their try at localsad ends"
 kill -STOP "$DAEMON"
 fb0=$(redir 5)
-r=$(op path_burst "$DEST" "$N" "$REDIR_MS")
+# Gets waiting R at a silent target make the port probe it; unanswered after R more, the
+# port falls back and the Gets' tries at localsad end: the cancels race that, at 2R
+r=$(op path_burst "$DEST" "$N" $((2 * REDIR_MS)))
 burst_ok "cancels racing the fallback" "$r" cancelled
-r=$(op path_burst "$DEST" 100)
-burst_ok "stopped localsad: 100 queries fall back to the SM" "$r"
-check "... each after the target's timeout (mean $(val mean_ms "$r") ms >= $REDIR_MS)" \
-    test "$(val mean_ms "$r")" -ge "$REDIR_MS"
-check "... fallen back ($fb0 -> $(redir 5))" test "$(redir 5)" -ge $((fb0 + 100))
-# a Get that timed out at "self" makes the port probe it; a stopped localsad does not answer
+echo "     fallen back $fb0 -> $(redir 5), state $(redir 3)"
 check "... the stopped localsad is probed and found hung: fallback" wait_until 10 state_is fallback
+r=$(op path_burst "$DEST" 100)
+burst_ok "stopped localsad: 100 queries go to the SM" "$r"
 
 section "rdma_cm ids destroyed mid-resolve"
 r=$(op route_burst "$DEST" 100 100)

@@ -70,6 +70,7 @@ struct ib_sa_redirect_span {
 enum ib_sa_redirect_kind ib_sa_redirect_lookup(const char *dev, u32 port, u16 *lid);
 unsigned int ib_sa_redirect_timeout_ms(void);
 unsigned int ib_sa_redirect_probe_ms(void);
+unsigned int ib_sa_redirect_probe_timeout_ms(void);
 bool ib_sa_redirect_is_get(u8 method);
 bool ib_sa_redirect_refused(__be16 status);
 bool ib_sa_redirect_not_processed(u8 method, int retries, __be16 status);
@@ -77,8 +78,12 @@ bool ib_sa_redirect_may_resend(u8 method, enum ib_sa_redirect_outcome outcome);
 bool ib_sa_redirect_to_sm(u8 method, enum ib_sa_redirect_outcome outcome,
 			  bool cancelled, bool sm_valid, enum ib_wc_status *status);
 bool ib_sa_redirect_doubts(enum ib_sa_redirect_outcome outcome);
+bool ib_sa_redirect_stalled(unsigned long now, unsigned long sent,
+			    unsigned long heard, unsigned long wait,
+			    unsigned long *next);
 enum ib_sa_redirect_probe_result
-ib_sa_redirect_probe_result(bool answered, int status, __be16 mad_status);
+ib_sa_redirect_probe_result(bool answered, int status, __be16 mad_status,
+			    bool heard);
 void ib_sa_redirect_start(void);
 void ib_sa_redirect_changed(void);
 #endif
