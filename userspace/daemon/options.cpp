@@ -156,8 +156,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
         "background queries to the master at once at most (token bucket size)")(
         "requester-deadline-ms",
         po::value(&requester_deadline_ms)->default_value(requester_deadline_ms),
-        "how long a requester waits for a miss (the kernel's sa_redirect_timeout_ms): a "
-        "query to the master is not sent or tried again after that")(
+        "how long a requester waits for a miss: a query to the master is not sent or "
+        "tried again after that (200: the kernel's sa_redirect_timeout_ms; since patch 8 of "
+        "the kernel series, the consumers' timeout: 1000 for IPoIB and SRP)")(
         "spread-ms", po::value(&spread_ms)->default_value(spread_ms),
         "preload at start and a resync's queries wait a random delay up to this long")(
         "port-poll-ms", po::value(&port_poll_ms)->default_value(port_poll_ms),

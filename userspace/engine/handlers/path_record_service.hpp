@@ -38,7 +38,8 @@ struct PathRecordConfig {
     // answer served later than that past its refresh time counts as `stale_served`.
     std::chrono::milliseconds refresh_grace{std::chrono::seconds{1}};
     // How long a requester waits for localsad before it asks the master itself (the kernel's
-    // sa_redirect_timeout_ms): a miss not sent by then is dropped, and not tried again after.
+    // sa_redirect_timeout_ms; since patch 8 of the series, the caller's timeout): a miss not
+    // sent by then is dropped, and not tried again after.
     std::chrono::milliseconds requester_deadline{200};
 };
 

@@ -386,11 +386,15 @@ void Fleet::ask(std::size_t i, const Port& dst, std::uint64_t service_id) {
     if (answered)
         return; // answered at once (a hit): nothing to wait for
     client_waiting_.emplace(tid, asked_ms);
-    if (p_.fail_open_after_probe)
-        return; // the simulated local SAs answer probes: the client waits for its answer
-    // Not answered within the kernel's sa_redirect_timeout_ms: the kernel asks the master.
+    if (p_.kernel_fallback == KernelFallback::Wait)
+        return; // the client waits for its local SA's answer, however long
+    // Not answered within sa_redirect_timeout_ms (the series before patch 8) or within the
+    // caller's timeout (patch 8: the simulated local SAs answer probes): the kernel asks the
+    // master. One delay for all, so the queue stays in order.
+    const auto after =
+        p_.kernel_fallback == KernelFallback::Probe ? p_.caller_timeout : p_.fail_open;
     fail_opens_.push_back(
-        {now_us() + p_.fail_open.count() * 1000, seq_++, tid, !master_.is_down(dst.gid)});
+        {now_us() + after.count() * 1000, seq_++, tid, !master_.is_down(dst.gid)});
 }
 
 void Fleet::fail_open(const FailOpen& f) {

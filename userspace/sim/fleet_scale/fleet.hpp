@@ -30,6 +30,13 @@ enum class Scenario { Idle, Jobs, Trap64, FailOver, Steady, PowerOn, Reroute, Sw
 const char* scenario_name(Scenario s);
 std::optional<Scenario> parse_scenario(const std::string& name);
 
+// The kernel's rule for a redirected query its live local SA has not answered.
+enum class KernelFallback {
+    Timeout, // after sa_redirect_timeout_ms (FleetParams::fail_open): the series before patch 8
+    Probe,   // after the caller's timeout (patch 8: a live local SA keeps its Gets)
+    Wait,    // never: the client waits for its local SA (a bound no kernel gives)
+};
+
 struct FleetParams {
     std::size_t nodes = 256;
     // The measured span (after the warm-up: every node started, subscribed and preloaded).
@@ -59,11 +66,11 @@ struct FleetParams {
     // The kernel's sa_redirect_timeout_ms: a client query localsa has not answered by then goes
     // to the master from the kernel itself (fail-open); counted as a master query.
     std::chrono::milliseconds fail_open{200};
-    // The kernel's rule for a redirected query its live local SA has not answered by then:
-    // false, it goes to the master at once (patch 0004 alone); true, only if a probe of the
-    // local SA goes unanswered too (the series' probe before fallback): a live local SA is
-    // waited for, as the master would be.
-    bool fail_open_after_probe = false;
+    // What the kernel does with a query its live local SA has not answered (--kernel-fallback).
+    KernelFallback kernel_fallback = KernelFallback::Timeout;
+    // The consumer's own timeout for one try (KernelFallback::Probe: how long a Get waits at a
+    // live local SA before the kernel sends it to the master).
+    std::chrono::milliseconds caller_timeout{2000};
     // The master runs userspace/opensm/localsa_epoch.c (its routing epoch ServiceRecord, bumped
     // with a Report on a routing change) and the nodes use it (localsad's default), or neither
     // (the TTL rules alone, as before the epoch).

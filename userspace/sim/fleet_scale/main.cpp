@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     std::size_t targets = 4, leaf_hosts = 18;
     MasterCapacity master;
     long duration_s = 3600, warmup_s = 60, job_period_s = 600, event_at_s = 1200;
-    long new_port_use_s = 60, latency_us = 1000, idle_target_s = 0;
+    long new_port_use_s = 60, latency_us = 1000, idle_target_s = 0, caller_timeout_ms = 2000;
     double capacity = 18206; // OpenSM, bench (b) of 3 December 2026, 64 outstanding
     long ttl_s = -1, spread_ms = -1, idle_window_s = -1, master_rate = -1, master_burst = -1;
     long preload_max_ports = -1, burst_share = -1;
@@ -176,9 +176,15 @@ int main(int argc, char** argv) {
         "localsad's --preload-max-ports (default: auto); a node knows the fabric's size from "
         "its warm set file, as after its first start")(
         "kernel-fallback", po::value(&kernel_fallback)->default_value(kernel_fallback),
-        "the kernel's rule for a query its local SA has not answered within "
-        "sa_redirect_timeout_ms: timeout, it goes to the master; probe, only if the local SA "
-        "fails a probe too (a live local SA is waited for)")(
+        "the kernel's rule for a query its live local SA has not answered: timeout, it goes "
+        "to the master after sa_redirect_timeout_ms (200 ms; the series before patch 8, and "
+        "a stock kernel whose netlink request localsad gave up); probe, after the caller's "
+        "timeout (patch 8: a local SA that answers probes keeps its Gets; localsad's "
+        "--requester-deadline-ms set to that timeout); wait, never (clients that wait for "
+        "their local SA however long: a bound, no kernel does this)")(
+        "caller-timeout-ms", po::value(&caller_timeout_ms)->default_value(caller_timeout_ms),
+        "--kernel-fallback probe: the consumers' timeout of one try (rdma_cm: the "
+        "application's, often 2000; IPoIB and SRP: 1000)")(
         "burst-share", po::value(&burst_share),
         "localsad's --burst-share (default: localsad's; 0: each cold miss read through)")(
         "max-bytes-per-node", po::value(&max_bytes_per_node)->default_value(max_bytes_per_node),
@@ -228,17 +234,27 @@ int main(int argc, char** argv) {
         std::cerr << "localsa-fleet-scale: --preload is on or off\n";
         return 2;
     }
-    if (kernel_fallback != "timeout" && kernel_fallback != "probe") {
-        std::cerr << "localsa-fleet-scale: --kernel-fallback is timeout or probe\n";
+    if (kernel_fallback != "timeout" && kernel_fallback != "probe" && kernel_fallback != "wait") {
+        std::cerr << "localsa-fleet-scale: --kernel-fallback is timeout, probe or wait\n";
+        return 2;
+    }
+    if (caller_timeout_ms < 100 || caller_timeout_ms > 600'000) {
+        std::cerr << "localsa-fleet-scale: --caller-timeout-ms is 100 to 600000\n";
         return 2;
     }
     FleetParams p;
     p.nodes = nodes;
-    p.fail_open_after_probe = kernel_fallback == "probe";
-    if (p.fail_open_after_probe)
-        // The consumers retry while their live local SA holds their question (10 min: the
-        // longest window a table waits for here).
+    p.caller_timeout = std::chrono::milliseconds{caller_timeout_ms};
+    if (kernel_fallback == "probe") {
+        p.kernel_fallback = KernelFallback::Probe;
+        // As docs/localsad.md tells the admin of a patched kernel: the local SA keeps a miss as
+        // long as its requester waits for it.
+        p.local_sa.path_record.requester_deadline = p.caller_timeout;
+    } else if (kernel_fallback == "wait") {
+        p.kernel_fallback = KernelFallback::Wait;
+        // 10 min: the longest window a table waits for here.
         p.local_sa.path_record.requester_deadline = std::chrono::minutes{10};
+    }
     p.preload = preload == "on";
     p.max_bytes_per_node = max_bytes_per_node;
     p.routing_epoch = routing_epoch == "on";
@@ -300,6 +316,7 @@ int main(int argc, char** argv) {
              : "warm set"},
         {"burst_share", p.coherence.burst_share_percent},
         {"kernel_fallback", kernel_fallback},
+        {"caller_timeout_ms", caller_timeout_ms},
         {"master_capacity_option", p.coherence.master_capacity},
         {"subscription_check_s",
          std::chrono::duration_cast<std::chrono::seconds>(p.coherence.subscription_check).count()}};
