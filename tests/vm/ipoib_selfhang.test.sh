@@ -5,6 +5,9 @@
 #   Debian's ib_ipoib loads against the patched ib_core; the three interfaces (one per network
 #     namespace) get their carrier (the broadcast join went through localsad to the master)
 #     and every pair pings, v4 and v6; localsad served the PathRecords (pr_requests);
+#   a repeated round (interfaces bounced, neighbours flushed) reaches OpenSM zero times; how
+#     the kernel asked localsad (netlink or the redirected MAD) and the first pings' times
+#     are printed;
 #   localsad hung (SIGSTOP, all three): an interface brought down and up gets its carrier and
 #     pings its neighbours within 15 s (the hung-`self` case of the kernel work, seen by a real
 #     consumer); the time it took is printed either way.
@@ -25,6 +28,26 @@ set +e
 # shellcheck source=tests/vm/lib/ipoib.sh
 . "$(dirname "$0")/lib/ipoib.sh"
 BOUND=15
+
+# Times from bash itself (EPOCHREALTIME, microseconds): a process started under TCG takes up
+# to seconds. One shell in the namespace, started with the bounce, polls the carrier with
+# builtins and pings both neighbours at once as soon as it is on.
+now() { echo "${EPOCHREALTIME/[.,]/}"; }
+us() { printf '%d.%d' $(($1 / 1000000)) $(($1 % 1000000 / 100000)); }
+since() { us $(($(now) - $1)); }
+# (read -t on a FIFO opened read-write: a sleep without a process)
+rm -f /tmp/selfhang.fifo
+mkfifo /tmp/selfhang.fifo
+# shellcheck disable=SC2016 # expanded by the shell in the namespace
+up_and_ping='exec 3<>/tmp/selfhang.fifo || exit 1; i=0
+    until read -r c <"/sys/class/net/$0/carrier" 2>/dev/null && ((c == 1)); do
+        ((++i < 1200)) || exit 1; read -r -t 0.05 -u 3 _; done
+    echo "carrier ${EPOCHREALTIME/[.,]/}"
+    for d in "$@"; do
+        (k=0; until ping -q -c 1 -w 15 "$d" >/dev/null 2>&1; do ((++k < 3)) || exit 1; done
+         echo "ping $d ${EPOCHREALTIME/[.,]/}") &
+    done
+    wait'
 
 section "localsad on simhca1..3, sa_redirect self"
 check "patched ib_core: sa_redirect is set" grep -q 'simhca3:1=self' /sys/module/ib_core/parameters/sa_redirect
@@ -49,27 +72,32 @@ for n in $NODES; do
         grep -qx "${GID[$n]}" <<<"$members"
 done
 
+section "a repeated round, localsad running: the master is not asked again"
+# redirected_total: the SA queries the kernel sent to the three ports' redirect targets
+redirected_total() {
+    local n s=0 v
+    for n in $NODES; do
+        v=$(awk 'NR > 1 { s += $4 } END { print s + 0 }' "/sys/kernel/debug/ib_sa/simhca$n/redirect" 2>/dev/null)
+        s=$((s + ${v:-0}))
+    done
+    echo $s
+}
+bounce_all
+check "carrier again" wait_until 60 all_carrier
+sa0=$(osm_pr) nl0=$(nl_total) nt0=$(sum_stat nl_timeouts) rd0=$(redirected_total)
+t0=$(now)
+bounce 1
+out=$(ip netns exec ipoib1 bash -c "$up_and_ping" "${IFACE[1]}" "$(v4 2)" "$(v4 3)")
+for n in 2 3; do
+    at=$(sed -n "s/^ping $(v4 "$n") //p" <<<"$out")
+    echo "     localsad running: ping to $n answered after $([[ -n $at ]] && us $((at - t0)) || echo never) s"
+done
+ping_round
+echo "     repeated round: localsad answered $(($(nl_total) - nl0)) over netlink (its timeouts +$(($(sum_stat nl_timeouts) - nt0))), the kernel redirected $(($(redirected_total) - rd0)) SA queries to localsad, OpenSM's PathRecords +$(($(osm_pr) - sa0))"
+eq "the repeated round reached OpenSM zero times (its PathRecord count)" "$sa0" "$(osm_pr)"
+
 section "localsad hung (SIGSTOP): ${IFACE[1]} down and up"
 for n in $NODES; do kill -STOP "${DAEMON[$n]}"; done
-# Times from bash itself (EPOCHREALTIME, microseconds): a process started under TCG takes up
-# to seconds. One shell in the namespace, started with the bounce, polls the carrier with
-# builtins and pings both neighbours at once as soon as it is on.
-now() { echo "${EPOCHREALTIME/[.,]/}"; }
-us() { printf '%d.%d' $(($1 / 1000000)) $(($1 % 1000000 / 100000)); }
-since() { us $(($(now) - $1)); }
-# (read -t on a FIFO opened read-write: a sleep without a process)
-rm -f /tmp/selfhang.fifo
-mkfifo /tmp/selfhang.fifo
-# shellcheck disable=SC2016 # expanded by the shell in the namespace
-up_and_ping='exec 3<>/tmp/selfhang.fifo || exit 1; i=0
-    until read -r c <"/sys/class/net/$0/carrier" 2>/dev/null && ((c == 1)); do
-        ((++i < 1200)) || exit 1; read -r -t 0.05 -u 3 _; done
-    echo "carrier ${EPOCHREALTIME/[.,]/}"
-    for d in "$@"; do
-        (k=0; until ping -q -c 1 -w 15 "$d" >/dev/null 2>&1; do ((++k < 3)) || exit 1; done
-         echo "ping $d ${EPOCHREALTIME/[.,]/}") &
-    done
-    wait'
 t0=$(now)
 bounce 1
 out=$(ip netns exec ipoib1 bash -c "$up_and_ping" "${IFACE[1]}" "$(v4 2)" "$(v4 3)")
