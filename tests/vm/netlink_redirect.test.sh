@@ -103,6 +103,11 @@ check "... after both timeouts ($KERNEL_TIMEOUT_MS + $REDIR_MS <= $e ms)" \
     test -n "$e" -a "${e:-0}" -ge $((KERNEL_TIMEOUT_MS + REDIR_MS))
 eq "... the redirected MAD fell back to the SM" $((fb0 + 1)) "$(redir 5)"
 kill -CONT "$DAEMON"
+# The probe found localsad hung: the port sends to the SM until a probe (every
+# sa_redirect_probe_ms) is answered again.
+PROBE_S=$((($(cat /sys/module/ib_core/parameters/sa_redirect_probe_ms) + 999) / 1000))
+check "the port is redirected again once a probe finds localsad" \
+    wait_until $((PROBE_S + 5)) state_is redirect
 
 section "localsad killed while a query is parked on netlink"
 # The redirect is decided when the query is built, before netlink; the MAD that the netlink
