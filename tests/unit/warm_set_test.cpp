@@ -385,6 +385,12 @@ coherence::CoherenceConfig burst_config() {
     return cc;
 }
 
+std::size_t busy_answers(const std::vector<SentMad>& sent) {
+    return static_cast<std::size_t>(std::count_if(sent.begin(), sent.end(), [](const SentMad& s) {
+        return s.to.lid == kOwnLid && s.bytes[3] == mad::method::kGetResp &&
+               mad::load_be16(s.bytes, 4) == mad::status::kBusy;
+    }));
+}
 std::size_t answers_to_clients(const std::vector<SentMad>& sent) {
     return static_cast<std::size_t>(std::count_if(sent.begin(), sent.end(), [](const SentMad& s) {
         return s.to.lid == kOwnLid && s.bytes[3] == mad::method::kGetResp;
@@ -519,19 +525,42 @@ TEST_CASE("burst: the table waits for this port's turn in the window the master'
     CHECK(n.sa.path_records().burst_held() == 0);
 }
 
-TEST_CASE("burst: the table is not paced past what the held misses' requesters wait",
+TEST_CASE("burst: a table paced past what the requesters wait: they are answered BUSY until it "
+          "comes, and the master is asked nothing else",
           "[warm][burst]") {
     auto cc = burst_config();
-    cc.master_capacity = 1000; // LID 5's turn would be at 240 ms
+    cc.master_capacity = 1000; // LID 5's turn is at 240 ms
     Node n(cc); // requesters wait 200 ms (--requester-deadline-ms), half for the master
     n.coh.start();
     n.run(10ms);
     for (std::uint64_t i = 0; i < 60; ++i)
         n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x1000 + i, 0x200000 + i)));
-    // The coalescing window, then 95 ms: the table comes while they still wait.
-    auto sent = n.run(99ms);
+    // The coalescing window: the table's turn is past their wait, so BUSY now (a requester
+    // that gave up would ask the master itself), not a table within their wait.
+    auto sent = n.run(10ms);
+    CHECK(busy_answers(sent) == 60);
+    CHECK(answers_to_clients(sent) == 60);
     CHECK(std::none_of(sent.begin(), sent.end(), is_path_table));
-    sent = n.run(2ms);
-    CHECK(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
     CHECK(path_gets(sent).empty());
+    CHECK(n.sa.path_records().burst_held() == 0);
+    // Their retries (new TIDs) while the table waits for its turn: BUSY at once, never held.
+    for (std::uint64_t r = 0; r < 100; ++r)
+        n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x5000 + r, 0x200000 + r % 60)));
+    sent = n.transport.take();
+    CHECK(busy_answers(sent) == 100);
+    CHECK(path_gets(sent).empty());
+    CHECK(n.sa.path_records().burst_held() == 0);
+    CHECK(n.sa.counters().pr_busy == 160);
+    sent = n.run(250ms);
+    REQUIRE(std::count_if(sent.begin(), sent.end(), is_path_table) == 1);
+    CHECK(path_gets(sent).empty());
+    const auto table = *std::find_if(sent.begin(), sent.end(), is_path_table);
+    n.sa.dispatch(from_lid(kSmLid, table_answer(table.bytes, fabric_table(100))));
+    n.transport.take();
+    // The table came: the retries are answered from it.
+    n.sa.dispatch(from_lid(kOwnLid, pkey_get(0x6000, 0x200000 + 7)));
+    sent = n.transport.take();
+    CHECK(answers_to_clients(sent) == 1);
+    CHECK(busy_answers(sent) == 0);
+    CHECK(n.sa.counters().pr_busy == 160);
 }

@@ -54,6 +54,7 @@ namespace localsa {
     X(invalidated_in_flight)                                                                       \
     X(burst_tables)                                                                                \
     X(burst_held)                                                                                  \
+    X(pr_busy)                                                                                     \
     X(refreshes)                                                                                   \
     X(refreshes_from_preload)                                                                      \
     X(refresh_changed)                                                                             \

@@ -56,7 +56,7 @@ Coherence::Coherence(boost::asio::any_io_executor executor, Parts parts, Coheren
       epoch_source_(executor, parts_.clock, parts_.transport, parts_.upstream, *this,
                     {config_.routing_epoch, config_.epoch_reread}),
       resync_timer_(parts_.clock, executor), start_timer_(parts_.clock, executor),
-      class_port_info_timer_(parts_.clock, executor) {
+      class_port_info_timer_(parts_.clock, executor), jitter_(config_.jitter_seed) {
     parts_.on_report([this](const sa::Notice& n, std::uint64_t tid) { on_report(n, tid); });
     parts_.path_records.set_stale_check(
         [this](const cache::PathQueryKey& k, const cache::PathAnswer& a) {

@@ -11,7 +11,10 @@ namespace localsa::coherence {
 
 class Jitter {
 public:
-    Jitter() : state_(std::random_device{}() | std::uint64_t{1} << 40) {}
+    // Seeded from the system's random device (every node draws its own delays), or from
+    // `seed` when it is not 0 (tests: the same draws every run).
+    explicit Jitter(std::uint64_t seed = 0)
+        : state_((seed != 0 ? seed : std::random_device{}()) | std::uint64_t{1} << 40) {}
 
     // Uniform in [0, window] (whole milliseconds); zero for an empty window.
     std::chrono::milliseconds up_to(std::chrono::milliseconds window) {

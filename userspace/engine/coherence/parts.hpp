@@ -27,6 +27,8 @@ namespace localsa::coherence {
 
 struct CoherenceConfig {
     bool subscribe = true;
+    // The random delays (renewal and start spread) from the random device (0) or this seed.
+    std::uint64_t jitter_seed = 0;
     // How often the port's attributes are read (LID, SM LID, state) besides its events; zero:
     // PortWatch's default (30 s while port events arrive, 1 s without).
     std::chrono::milliseconds port_poll{0};

@@ -63,12 +63,15 @@ std::chrono::milliseconds Preloader::burst_table_delay(std::size_t misses) const
     // draw would bunch some seconds above the capacity.
     const auto lid = transport_.port().lid;
     const auto slot = static_cast<double>((lid == 0 ? 0 : lid - 1U) % n) / static_cast<double>(n);
-    // Within what the held misses' requesters wait, half of it left for the master's answer:
-    // one that gave up asks the master itself, and a table after that only adds its records
-    // (--requester-deadline-ms; a kernel that waits for a live localsad lets it be raised).
-    const auto waits = path_records_.config().requester_deadline / 2 - config_.burst_coalesce;
-    return std::min(std::chrono::milliseconds{static_cast<long>(window_ms * slot)},
-                    std::max(waits, std::chrono::milliseconds{0}));
+    // Not sooner when the requesters wait less: a burst the master cannot answer within their
+    // wait is answered BUSY meanwhile (burst_table_late), never pushed onto the master at once.
+    return std::chrono::milliseconds{static_cast<long>(window_ms * slot)};
+}
+
+bool Preloader::burst_table_late(std::chrono::milliseconds delay) const {
+    // Half of what the held misses' requesters wait (--requester-deadline-ms) is left for the
+    // master's answer; one that gave up asks the master itself.
+    return delay > path_records_.config().requester_deadline / 2 - config_.burst_coalesce;
 }
 
 void Preloader::update_miss_burst() {
@@ -110,7 +113,7 @@ void Preloader::install_burst_hooks() {
         const auto delay = burst_table_delay(misses);
         if (delay.count() == 0) {
             ask();
-            return;
+            return false;
         }
         spdlog::info("the table for {} cold misses is asked in {} ms (this port's turn among "
                      "the fabric's, at --master-capacity {} records/s)",
@@ -122,6 +125,7 @@ void Preloader::install_burst_hooks() {
             if (!ec && generation == generation_)
                 ask();
         });
+        return burst_table_late(delay);
     };
     path_records_.set_miss_burst_hooks(std::move(hooks));
 }

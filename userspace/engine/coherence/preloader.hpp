@@ -114,9 +114,11 @@ public:
     // How long after its burst this port asks the table, for a burst of `misses` destinations
     // (0: at once). A job that makes this port miss that many makes about as many ports ask a
     // table of the fabric's ports at the same moment: they are spread over the window the
-    // master's capacity needs for all of them, each port at its own slot (its LID), and
-    // within half of what the held misses' requesters wait (--requester-deadline-ms).
+    // master's capacity needs for all of them, each port at its own slot (its LID).
     std::chrono::milliseconds burst_table_delay(std::size_t misses) const;
+    // A table asked `delay` after its burst comes after the held misses' requesters give up
+    // (half of --requester-deadline-ms left for the master's answer): they are answered BUSY.
+    bool burst_table_late(std::chrono::milliseconds delay) const;
     // idle, disabled, waiting, loading, done, partial, warming or warm.
     const std::string& state() const { return state_; }
 

@@ -242,6 +242,14 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
     auto& burst = bursts_[pkey];
     if (now < burst.quiet_until && !burst.table_asked)
         return false;
+    if (burst.busy) {
+        // The master's answer comes after this requester gives up, and a requester that gave up
+        // asks the master itself (the kernel's fail-open): "busy, retry later" instead, as the
+        // IBA lets an SA say, keeps the master at the paced table.
+        ++counters_.pr_busy;
+        respond(in.from, make_error_response(in.bytes, status::kBusy));
+        return true;
+    }
     // Bounded: requesters that retry while the table is on its way add a waiter each. Once
     // the table is asked the oldest gives way (its requester has retried or given up): a
     // retry must not turn into a Get while the table is paced to the master's capacity.
@@ -279,7 +287,16 @@ void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
                      misses, pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
                      burst_config_.window.count());
         burst.recent.clear();
-        burst_hooks_.ask_table(pkey, misses);
+        if (burst_hooks_.ask_table(pkey, misses)) {
+            burst.busy = true;
+            spdlog::info("the table comes after its requesters give up: the {} held misses and "
+                         "those of PKey {} until it comes are answered BUSY",
+                         burst.held.size(), pkey ? fmt::format("{:#06x}", *pkey) : "(none)");
+            for (const auto& held : std::exchange(burst.held, {})) {
+                ++counters_.pr_busy;
+                respond(held.request.from, make_error_response(held.request.bytes, status::kBusy));
+            }
+        }
         return;
     }
     release_burst(pkey);
@@ -290,6 +307,7 @@ void PathRecordService::burst_table_arrived(std::optional<std::uint16_t> pkey, b
     if (b == bursts_.end() || !b->second.table_asked)
         return;
     b->second.table_asked = false;
+    b->second.busy = false;
     // A table that came answers the partition; one that did not (the master busy or gone) is
     // not asked again at once: the misses read through meanwhile.
     b->second.quiet_until = clock_.now() + (ok ? burst_config_.window : 10 * burst_config_.window);
@@ -369,6 +387,7 @@ void PathRecordService::new_generation() {
     std::vector<std::optional<std::uint16_t>> held;
     for (auto& [pkey, burst] : bursts_) {
         burst.table_asked = false;
+        burst.busy = false;
         burst.recent.clear();
         if (!burst.held.empty())
             held.push_back(pkey);

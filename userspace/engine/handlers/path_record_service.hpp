@@ -61,8 +61,10 @@ struct MissBurstHooks {
     std::function<void(std::chrono::milliseconds delay, std::optional<std::uint16_t> pkey)>
         call_after;
     // Asks the table of `pkey` from this port, for a burst of `misses` distinct destinations;
-    // PathRecordService::burst_table_arrived follows.
-    std::function<void(std::optional<std::uint16_t> pkey, std::size_t misses)> ask_table;
+    // PathRecordService::burst_table_arrived follows. True when it is paced later than the held
+    // misses' requesters wait (the fabric's burst is more than the master answers in that
+    // time): they are answered BUSY until it comes.
+    std::function<bool(std::optional<std::uint16_t> pkey, std::size_t misses)> ask_table;
 };
 
 class PathRecordService {
@@ -227,6 +229,7 @@ private:
         std::deque<Held> held;                // waiting for the window's end or the table
         std::deque<Clock::time_point> recent; // distinct misses within the window
         bool table_asked = false;
+        bool busy = false;               // the table comes after its requesters give up
         Clock::time_point quiet_until{}; // after a table: no other before
     };
     MissBurstConfig burst_config_;

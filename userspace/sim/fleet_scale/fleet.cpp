@@ -135,6 +135,10 @@ struct Fleet::Node {
     std::int64_t resynced_us = -1;           // its resync's preload table answered, after the event
     std::uint64_t queries_after_event_window = 0; // Trap64: in the event's window, checks aside
     bool up = true;                               // SwitchDown: its leaf is up (its clients ask)
+    // Clients its local SA answered BUSY (a table paced past their wait) and not answered since:
+    // they retry every caller's timeout, and the next retry after the table is a hit.
+    std::uint64_t busy_waiting = 0;
+    std::int64_t busy_since_us = -1; // the first one's question
 };
 
 Fleet::Fleet(FleetParams params)
@@ -249,16 +253,21 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
         const auto tid = static_cast<std::uint32_t>(mad::tid_of(bytes) & mad::kTidLowMask);
         if (!(method & mad::method::kResponseBit))
             return;
+        const bool busy = mad::load_be16(bytes, mad::offset::kStatus) & mad::status::kBusy;
+        std::optional<std::uint32_t> asked_ms;
         if (tid == asking_.tid && tid != 0) {
             if (!asking_.answered) {
                 asking_.answered = true;
-                client_answered(asking_.asked_ms);
+                asked_ms = asking_.asked_ms;
             }
         } else if (const auto w = client_waiting_.find(tid); w != client_waiting_.end()) {
-            const auto asked_ms = w->second;
+            asked_ms = w->second;
             client_waiting_.erase(w);
-            client_answered(asked_ms);
         }
+        if (asked_ms && busy)
+            client_busy(n, *asked_ms);
+        else if (asked_ms)
+            client_answered(*asked_ms);
         return;
     }
     if (method == mad::method::kReportResp) {
@@ -324,11 +333,34 @@ void Fleet::on_send(std::size_t index, mad::Bytes bytes, const transport::MadAdd
                                  : kind == QueryKind::InformInfoSet)
                    node.resynced_us = now_us();
            }
+           if (kind == QueryKind::PathTable && node.busy_waiting != 0)
+               busy_clients_served(node);
            transport::InboundMad in;
            in.bytes = std::move(response);
            in.from.lid = from;
            node.sa->dispatch(in);
        });
+}
+
+void Fleet::client_busy(Node& n, std::uint32_t asked_ms) {
+    ++client_busy_;
+    const auto asked_us =
+        static_cast<std::int64_t>(asked_ms) * 1000 - p_.warmup.count() * 1'000'000;
+    if (n.busy_waiting++ == 0)
+        n.busy_since_us = asked_us;
+}
+
+void Fleet::busy_clients_served(Node& n) {
+    // Each retried every caller's timeout since its question: the first retry after the table
+    // came is answered from it (its retries are not simulated one by one). Bounded by the
+    // first one's wait.
+    const auto retry_us = std::max<std::int64_t>(p_.caller_timeout.count() * 1000, 1);
+    const auto waited = now_us() - n.busy_since_us;
+    const auto served_after = (waited + retry_us - 1) / retry_us * retry_us;
+    worst_client_wait_us_ = std::max(worst_client_wait_us_, served_after);
+    client_answered_after_busy_ += n.busy_waiting;
+    n.busy_waiting = 0;
+    n.busy_since_us = -1;
 }
 
 void Fleet::client_answered(std::uint32_t asked_ms) {
@@ -875,6 +907,8 @@ nlohmann::json Fleet::report(Scenario scenario) {
     j["clients"] = {{"queries", client_queries_},
                     {"answered_locally", client_answered_locally_},
                     {"fail_open_to_master", fail_open_queries_},
+                    {"busy", client_busy_},
+                    {"answered_after_busy", client_answered_after_busy_},
                     {"worst_wait_s", static_cast<double>(worst_client_wait_us_) / 1e6}};
     Counters sum;
     for (const auto& node : nodes_) {

@@ -154,6 +154,9 @@ private:
     };
     Asking asking_;
     void client_answered(std::uint32_t asked_ms);
+    void client_busy(Node& n, std::uint32_t asked_ms);
+    // A table reached n: its clients answered BUSY are served at their next retry.
+    void busy_clients_served(Node& n);
     std::deque<FailOpen> fail_opens_;
     void fail_open(const FailOpen& f);
     std::uint64_t report_tid_ = 0x5e000000;
@@ -176,6 +179,8 @@ private:
     std::uint64_t lost_queries_ = 0; // sent to a master that is gone
     std::uint64_t report_acks_ = 0;
     std::uint64_t client_queries_ = 0, client_answered_locally_ = 0;
+    // Answered BUSY by their local SA; of them, served by the table that came later.
+    std::uint64_t client_busy_ = 0, client_answered_after_busy_ = 0;
     std::int64_t event_us_ = -1; // the scenario's event (trap, fail-over)
     MasterQueue queue_;
     std::int64_t worst_client_wait_us_ = 0;
