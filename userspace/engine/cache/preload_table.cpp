@@ -16,14 +16,6 @@ sa::Gid gid_at(const PreloadTable::Record& r, std::size_t off) {
     return g;
 }
 
-// Erases the one element of `index` that maps `key` to record `i`.
-template <class Index> void unindex(Index& index, typename Index::key_type key, std::size_t i) {
-    const auto [b, e] = index.equal_range(key);
-    const auto it = std::find_if(b, e, [i](const auto& kv) { return kv.second == i; });
-    if (it != e)
-        index.erase(it);
-}
-
 template <class Map, class Key> void count_down(Map& counts, const Key& key) {
     const auto it = counts.find(key);
     if (it != counts.end() && --it->second == 0)
@@ -46,17 +38,19 @@ void PreloadTable::index(Table& t) {
     t.slids.clear();
     for (std::size_t i = 0; i < t.records.size(); ++i) {
         const auto& r = t.records[i];
-        t.by_dguid.emplace(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
-        t.by_dlid.emplace(mad::load_be16(r, pr_offset::kDlid), i);
+        t.by_dguid.add(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
+        t.by_dlid.add(mad::load_be16(r, pr_offset::kDlid), i);
         ++t.sgids[gid_at(r, pr_offset::kSgid)];
         ++t.slids[mad::load_be16(r, pr_offset::kSlid)];
     }
+    t.by_dguid.seal();
+    t.by_dlid.seal();
 }
 
 void PreloadTable::remove(Table& t, std::size_t i) {
     const auto& r = t.records[i];
-    unindex(t.by_dguid, mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
-    unindex(t.by_dlid, mad::load_be16(r, pr_offset::kDlid), i);
+    t.by_dguid.erase(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
+    t.by_dlid.erase(mad::load_be16(r, pr_offset::kDlid), i);
     count_down(t.sgids, gid_at(r, pr_offset::kSgid));
     count_down(t.slids, mad::load_be16(r, pr_offset::kSlid));
     t.removed[i] = true;
@@ -91,6 +85,7 @@ bool PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records
     Table t;
     t.expires = expires;
     t.fetched = fetched;
+    t.records.reserve(records.size() / sa::PathRecord::kSize);
     for (std::size_t off = 0; off + sa::PathRecord::kSize <= records.size();
          off += sa::PathRecord::kSize) {
         Record r;

@@ -10,10 +10,10 @@
 #include "ib/gid.hpp"
 #include "ib/path_record.hpp"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace localsa::cache {
@@ -71,14 +71,45 @@ public:
         sa::pr_mask::kQosClass;
 
 private:
+    // A multimap from a destination's key to record indexes, sorted in one vector: 16 bytes an
+    // entry where a hash multimap takes about 50 (a 16,384-port table has 16,384 of each).
+    template <class Key> class SortedIndex {
+    public:
+        using Entry = std::pair<Key, std::uint32_t>;
+        using Iterator = typename std::vector<Entry>::const_iterator;
+        void clear() { entries_.clear(); }
+        void add(Key key, std::size_t i) {
+            entries_.emplace_back(key, static_cast<std::uint32_t>(i));
+        }
+        // After the adds: sorted by key, then index (a Get's records in the table's order).
+        void seal() {
+            std::sort(entries_.begin(), entries_.end());
+            entries_.shrink_to_fit();
+        }
+        std::pair<Iterator, Iterator> equal_range(Key key) const {
+            return std::equal_range(
+                entries_.begin(), entries_.end(), Entry{key, 0},
+                [](const Entry& a, const Entry& b) { return a.first < b.first; });
+        }
+        // Removes the entry mapping `key` to record `i`, if there is one.
+        void erase(Key key, std::size_t i) {
+            const auto it = std::lower_bound(entries_.begin(), entries_.end(),
+                                             Entry{key, static_cast<std::uint32_t>(i)});
+            if (it != entries_.end() && it->first == key && it->second == i)
+                entries_.erase(it);
+        }
+
+    private:
+        std::vector<Entry> entries_;
+    };
     struct Table {
         std::vector<Record> records;
         // Records a Report removed: they keep their place, so that the index stays valid, and
         // leave the index (a Report costs the records it removes, not the table).
         std::vector<bool> removed;
         std::size_t live = 0;
-        std::unordered_multimap<std::uint64_t, std::size_t> by_dguid; // DGID's interface ID
-        std::unordered_multimap<std::uint16_t, std::size_t> by_dlid;
+        SortedIndex<std::uint64_t> by_dguid; // DGID's interface ID
+        SortedIndex<std::uint16_t> by_dlid;
         // The live records per source: this port's GID and LIDs, as a rule.
         std::map<sa::Gid, std::size_t> sgids;
         std::map<std::uint16_t, std::size_t> slids;

@@ -97,6 +97,9 @@ void Preloader::install_burst_hooks() {
                 path_records_.burst_closed(pkey);
         });
     };
+    hooks.table_late = [this](std::size_t misses) {
+        return burst_table_late(burst_table_delay(misses));
+    };
     hooks.ask_table = [this](std::optional<std::uint16_t> pkey, std::size_t misses) {
         auto ask = [this, pkey] {
             ask_table(

@@ -231,7 +231,8 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
                                        const cache::PathQueryKey& key, Clock::time_point now) {
     // Only a Get the partition's table answers (PreloadTable::match). The same question in
     // flight is joined.
-    if (burst_config_.threshold == 0 || !burst_hooks_.ask_table || pending_.contains(key))
+    if (burst_config_.threshold == 0 || !burst_hooks_.ask_table || pending_.contains(key) ||
+        in.bytes.size() != kMadSize)
         return false;
     const auto table =
         cache::PreloadTable::table_for(Bytes{in.bytes}.subspan(kSaHeaderSize, PathRecord::kSize),
@@ -246,6 +247,8 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
         // The master's answer comes after this requester gives up, and a requester that gave up
         // asks the master itself (the kernel's fail-open): "busy, retry later" instead, as the
         // IBA lets an SA say, keeps the master at the paced table.
+        if (!burst.table_asked)
+            note_burst_miss(burst, now); // the table's pacing counts it
         ++counters_.pr_busy;
         respond(in.from, make_error_response(in.bytes, status::kBusy));
         return true;
@@ -259,21 +262,45 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
         ++counters_.pr_waiters_overflow;
         burst.held.erase(burst.held.begin());
     }
-    burst.held.push_back({in, now});
+    auto& held = burst.held.emplace_back();
+    std::copy_n(in.bytes.begin(), held.head.size(), held.head.begin());
+    held.from = in.from;
+    held.asked = now;
     ++counters_.burst_held;
     if (burst.table_asked)
         return true;
+    note_burst_miss(burst, now);
+    if (burst.held.size() == 1)
+        burst_hooks_.call_after(burst_config_.coalesce, pkey);
+    // Already a burst whose table comes too late: the misses need not wait for the window's
+    // end to hear BUSY (nor take memory meanwhile: a job start holds up to N - 1).
+    if (burst.recent.size() >= burst_config_.threshold && burst_hooks_.table_late &&
+        burst_hooks_.table_late(burst.recent.size()))
+        answer_busy(burst, pkey);
+    return true;
+}
+
+void PathRecordService::note_burst_miss(Burst& burst, Clock::time_point now) {
     while (!burst.recent.empty() && burst.recent.front() + burst_config_.window <= now)
         burst.recent.pop_front();
     burst.recent.push_back(now);
-    if (burst.held.size() == 1)
-        burst_hooks_.call_after(burst_config_.coalesce, pkey);
-    return true;
+}
+
+void PathRecordService::answer_busy(Burst& burst, std::optional<std::uint16_t> pkey) {
+    if (!burst.busy)
+        spdlog::info("the table for a burst of cold misses to PKey {} comes after their requesters "
+                     "give up: the misses are answered BUSY until it comes",
+                     pkey ? fmt::format("{:#06x}", *pkey) : "(none)");
+    burst.busy = true;
+    for (const auto& held : std::exchange(burst.held, {})) {
+        ++counters_.pr_busy;
+        respond(held.from, make_error_response(held.request().bytes, status::kBusy));
+    }
 }
 
 void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
     const auto b = bursts_.find(pkey);
-    if (b == bursts_.end() || b->second.table_asked || b->second.held.empty())
+    if (b == bursts_.end() || b->second.table_asked || (b->second.held.empty() && !b->second.busy))
         return;
     auto& burst = b->second;
     if (burst_config_.threshold != 0 && burst.recent.size() >= burst_config_.threshold) {
@@ -287,18 +314,13 @@ void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
                      misses, pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
                      burst_config_.window.count());
         burst.recent.clear();
-        if (burst_hooks_.ask_table(pkey, misses)) {
-            burst.busy = true;
-            spdlog::info("the table comes after its requesters give up: the {} held misses and "
-                         "those of PKey {} until it comes are answered BUSY",
-                         burst.held.size(), pkey ? fmt::format("{:#06x}", *pkey) : "(none)");
-            for (const auto& held : std::exchange(burst.held, {})) {
-                ++counters_.pr_busy;
-                respond(held.request.from, make_error_response(held.request.bytes, status::kBusy));
-            }
-        }
+        if (burst_hooks_.ask_table(pkey, misses))
+            answer_busy(burst, pkey);
+        else
+            burst.busy = false;
         return;
     }
+    burst.busy = false;
     release_burst(pkey);
 }
 
@@ -318,12 +340,22 @@ void PathRecordService::burst_table_arrived(std::optional<std::uint16_t> pkey, b
     release_burst(pkey);
 }
 
+transport::InboundMad PathRecordService::Burst::Held::request() const {
+    transport::InboundMad in;
+    in.bytes.assign(mad::kMadSize, 0);
+    std::copy(head.begin(), head.end(), in.bytes.begin());
+    in.from = from;
+    return in;
+}
+
 void PathRecordService::release_burst(std::optional<std::uint16_t> pkey) {
     const auto b = bursts_.find(pkey);
     if (b == bursts_.end())
         return;
     auto held = std::exchange(b->second.held, {});
-    for (const auto& [in, asked] : held) {
+    for (const auto& h : held) {
+        const auto in = h.request();
+        const auto asked = h.asked;
         // The port may have changed meanwhile (a resync): the request is judged again.
         if (const char* why = uncacheable_reason(in)) {
             forward(in, why);
