@@ -116,7 +116,7 @@ void Preloader::install_burst_hooks() {
         const auto delay = burst_table_delay(misses);
         if (delay.count() == 0) {
             ask();
-            return false;
+            return;
         }
         spdlog::info("the table for {} cold misses is asked in {} ms (this port's turn among "
                      "the fabric's, at --master-capacity {} records/s)",
@@ -128,7 +128,6 @@ void Preloader::install_burst_hooks() {
             if (!ec && generation == generation_)
                 ask();
         });
-        return burst_table_late(delay);
     };
     path_records_.set_miss_burst_hooks(std::move(hooks));
 }

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 namespace localsa::sa {
@@ -38,6 +39,12 @@ std::uint16_t validate_path_request(Bytes request) {
 }
 
 namespace {
+
+// A partition for the log: its PKey, or "(none)" for the table asked without one.
+std::string pkey_name(std::optional<std::uint16_t> pkey) {
+    return pkey ? fmt::format("{:#06x}", *pkey) : "(none)";
+}
+
 // The question without the fields a master without QoS support ignores.
 cache::PathQueryKey without_qos_fields(const cache::PathQueryKey& key) {
     return cache::PathQueryKey::from_request(
@@ -249,8 +256,7 @@ bool PathRecordService::hold_for_burst(const transport::InboundMad& in,
         // IBA lets an SA say, keeps the master at the paced table.
         if (!burst.table_asked)
             note_burst_miss(burst, now); // the table's pacing counts it
-        ++counters_.pr_busy;
-        respond(in.from, make_error_response(in.bytes, status::kBusy));
+        refuse_busy(in.from, in.bytes);
         return true;
     }
     // Bounded: requesters that retry while the table is on its way add a waiter each. Once
@@ -286,16 +292,19 @@ void PathRecordService::note_burst_miss(Burst& burst, Clock::time_point now) {
     burst.recent.push_back(now);
 }
 
+void PathRecordService::refuse_busy(const transport::MadAddress& to, Bytes request) {
+    ++counters_.pr_busy;
+    respond(to, make_error_response(request, status::kBusy));
+}
+
 void PathRecordService::answer_busy(Burst& burst, std::optional<std::uint16_t> pkey) {
     if (!burst.busy)
         spdlog::info("the table for a burst of cold misses to PKey {} comes after their requesters "
                      "give up: the misses are answered BUSY until it comes",
-                     pkey ? fmt::format("{:#06x}", *pkey) : "(none)");
+                     pkey_name(pkey));
     burst.busy = true;
-    for (const auto& held : std::exchange(burst.held, {})) {
-        ++counters_.pr_busy;
-        respond(held.from, make_error_response(held.request().bytes, status::kBusy));
-    }
+    for (const auto& held : std::exchange(burst.held, {}))
+        refuse_busy(held.from, held.request().bytes);
 }
 
 void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
@@ -311,10 +320,10 @@ void PathRecordService::burst_closed(std::optional<std::uint16_t> pkey) {
         const auto misses = burst.recent.size();
         spdlog::info("{} cold misses to PKey {} within {} ms: asking its table (one GetTable "
                      "instead of a Get each)",
-                     misses, pkey ? fmt::format("{:#06x}", *pkey) : "(none)",
-                     burst_config_.window.count());
+                     misses, pkey_name(pkey), burst_config_.window.count());
         burst.recent.clear();
-        if (burst_hooks_.ask_table(pkey, misses))
+        burst_hooks_.ask_table(pkey, misses);
+        if (burst_hooks_.table_late && burst_hooks_.table_late(misses))
             answer_busy(burst, pkey);
         else
             burst.busy = false;

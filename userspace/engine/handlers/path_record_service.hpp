@@ -62,13 +62,11 @@ struct MissBurstHooks {
     std::function<void(std::chrono::milliseconds delay, std::optional<std::uint16_t> pkey)>
         call_after;
     // Asks the table of `pkey` from this port, for a burst of `misses` distinct destinations;
-    // PathRecordService::burst_table_arrived follows. True when it is paced later than the held
-    // misses' requesters wait (the fabric's burst is more than the master answers in that
-    // time): they are answered BUSY until it comes.
-    std::function<bool(std::optional<std::uint16_t> pkey, std::size_t misses)> ask_table;
-    // Whether the table for a burst of `misses` would come after their requesters give up (a
-    // larger burst's comes later still): then the burst's misses are answered BUSY at once
-    // instead of held until the window's end.
+    // PathRecordService::burst_table_arrived follows.
+    std::function<void(std::optional<std::uint16_t> pkey, std::size_t misses)> ask_table;
+    // Whether the table for a burst of `misses` comes after their requesters give up (the
+    // fabric's burst is more than the master answers in that time; a larger burst's comes later
+    // still): the burst's misses are then answered BUSY until it comes.
     std::function<bool(std::size_t misses)> table_late;
 };
 
@@ -243,6 +241,7 @@ private:
         Clock::time_point quiet_until{}; // after a table: no other before
     };
     void note_burst_miss(Burst& burst, Clock::time_point now);
+    void refuse_busy(const transport::MadAddress& to, mad::Bytes request);
     // The burst's table comes after its requesters give up: the held misses, and the later
     // ones until it comes, are answered BUSY.
     void answer_busy(Burst& burst, std::optional<std::uint16_t> pkey);
