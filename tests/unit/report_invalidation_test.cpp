@@ -531,8 +531,11 @@ TEST_CASE("preload: a Report removes the paths it names and the table answers th
         t.erase_gid(gid(0x100007));
         CHECK_FALSE(
             t.replace(std::nullopt, table_records({{0x100005, 8}, {0x100009, 12}}), now + 1min));
-        CHECK(t.replace(std::nullopt, table_records({{0x100009, 12}, {0x100005, 8}}),
-                        now + 1min)); // the same paths in another order
+        // The same paths in another order: no Get's answer depends on it (one match or none).
+        CHECK_FALSE(
+            t.replace(std::nullopt, table_records({{0x100009, 12}, {0x100005, 8}}), now + 1min));
+        CHECK(t.replace(std::nullopt, table_records({{0x100009, 12}, {0x100005, 9}}),
+                        now + 1min)); // a path's DLID changed
     }
     SECTION("trap 65 about this port, or 144 from its LID, empties its table") {
         t.replace(0x8001, table_records({{0x100005, 8}}), now + 1min);
@@ -546,4 +549,79 @@ TEST_CASE("preload: a Report removes the paths it names and the table answers th
         t.replace(std::nullopt, records, now + 1min);
         CHECK(by_lid(12));
     }
+}
+
+TEST_CASE("preload: each path is answered with the master's very record, whatever its SL, MTU, "
+          "rate, lifetime or subnet prefix",
+          "[preload]") {
+    cache::PreloadTable t;
+    const auto now = SteadyClock{}.now();
+    const auto own = gid(0x100003);
+    // Paths that share little: a table keeps what they share once, and must give back each.
+    std::vector<sa::PathRecord> paths;
+    for (std::uint16_t i = 0; i < 40; ++i) {
+        sa::PathRecord r;
+        r.sgid = own;
+        r.dgid = gid(0x200000 + i);
+        if (i % 7 == 0)
+            r.dgid.raw[7] = 0x42; // another subnet prefix
+        r.slid = kOwnLid;
+        r.dlid = static_cast<std::uint16_t>(100 + i);
+        r.reversible = true;
+        r.numb_path = 1;
+        r.pkey = 0xffff;
+        r.sl = static_cast<std::uint8_t>(i % 3);
+        r.mtu_selector = 2;
+        r.mtu = static_cast<std::uint8_t>(4 + i % 2);
+        r.rate_selector = 2;
+        r.rate = static_cast<std::uint8_t>(i % 5 == 0 ? 3 : 7);
+        r.packet_life_selector = 2;
+        r.packet_life = static_cast<std::uint8_t>(16 + i % 4);
+        r.hop_limit = static_cast<std::uint8_t>(i % 7 == 0 ? 64 : 0);
+        r.preference = 2;
+        paths.push_back(r);
+    }
+    std::vector<std::uint8_t> records;
+    for (const auto& r : paths) {
+        const auto b = r.bytes();
+        records.insert(records.end(), b.begin(), b.end());
+    }
+    t.replace(std::nullopt, records, now + 1min);
+    REQUIRE(t.size() == paths.size());
+    auto expected = [](sa::PathRecord r) {
+        r.preference = 0; // a Get's answer
+        const auto b = r.bytes();
+        cache::PreloadTable::Record out{};
+        std::copy(b.begin(), b.end(), out.begin());
+        return out;
+    };
+    auto answers = [&](const sa::PathRecord& r) {
+        sa::PathRecord by_gid, by_lid;
+        by_gid.sgid = by_lid.sgid = own;
+        by_gid.dgid = r.dgid;
+        by_lid.dlid = r.dlid;
+        const auto a = t.match(by_gid.bytes(), kSgid | kDgid, own, now);
+        const auto b = t.match(by_lid.bytes(), kSgid | kDlid, own, now);
+        return a && b && *a == expected(r) && *b == expected(r);
+    };
+    for (const auto& r : paths)
+        CHECK(answers(r));
+    // A DGID with another prefix but the same interface ID is another port: no answer.
+    auto other = paths[3];
+    other.dgid.raw[7] ^= 0x42;
+    sa::PathRecord q;
+    q.sgid = own;
+    q.dgid = other.dgid;
+    CHECK_FALSE(t.match(q.bytes(), kSgid | kDgid, own, now));
+
+    // Removing some leaves the rest exact, and a renewal with one field changed is a change.
+    CHECK(t.erase_gid(paths[5].dgid) == 1);
+    CHECK(t.erase_lid(paths[6].dlid) == 1);
+    for (std::size_t i = 0; i < paths.size(); ++i)
+        CHECK(answers(paths[i]) == (i != 5 && i != 6));
+    CHECK(t.replace(std::nullopt, records, now + 1min));
+    CHECK_FALSE(t.replace(std::nullopt, records, now + 1min));
+    auto changed = records;
+    changed[11 * sa::PathRecord::kSize + sa::pr_offset::kQosClassSl + 1] ^= 0x1; // path 11's SL
+    CHECK(t.replace(std::nullopt, changed, now + 1min));
 }

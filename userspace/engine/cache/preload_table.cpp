@@ -24,58 +24,110 @@ template <class Map, class Key> void count_down(Map& counts, const Key& key) {
 
 } // namespace
 
-void PreloadTable::index(Table& t) {
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < t.records.size(); ++i)
-        if (i >= t.removed.size() || !t.removed[i])
-            t.records[kept++] = t.records[i];
-    t.records.resize(kept);
-    t.removed.assign(kept, false);
-    t.live = kept;
-    t.by_dguid.clear();
-    t.by_dlid.clear();
+PreloadTable::Record PreloadTable::Table::record(const Entry& e) const {
+    auto r = shapes[e.shape];
+    mad::store_be64(r, pr_offset::kDgidInterfaceId, e.dguid);
+    mad::store_be16(r, pr_offset::kDlid, e.dlid);
+    return r;
+}
+
+std::pair<const PreloadTable::Entry*, const PreloadTable::Entry*>
+PreloadTable::Table::with_dguid(std::uint64_t dguid) const {
+    const auto [b, e] =
+        std::equal_range(entries.begin(), entries.end(), Entry{.dguid = dguid},
+                         [](const Entry& a, const Entry& b) { return a.dguid < b.dguid; });
+    return {std::to_address(b), std::to_address(e)};
+}
+
+std::pair<const std::uint32_t*, const std::uint32_t*>
+PreloadTable::Table::with_dlid(std::uint16_t dlid) const {
+    const auto b = std::partition_point(by_dlid.begin(), by_dlid.end(),
+                                        [&](std::uint32_t i) { return entries[i].dlid < dlid; });
+    const auto e = std::partition_point(b, by_dlid.end(),
+                                        [&](std::uint32_t i) { return entries[i].dlid == dlid; });
+    return {std::to_address(b), std::to_address(e)};
+}
+
+void PreloadTable::build(Table& t, mad::Bytes records) {
+    std::map<Record, std::uint32_t> shape_of;
+    t.shapes.clear();
+    t.entries.clear();
+    t.entries.reserve(records.size() / sa::PathRecord::kSize);
+    for (std::size_t off = 0; off + sa::PathRecord::kSize <= records.size();
+         off += sa::PathRecord::kSize) {
+        Record shape;
+        std::copy_n(records.begin() + static_cast<std::ptrdiff_t>(off), shape.size(),
+                    shape.begin());
+        Entry e{.dguid = mad::load_be64(shape, pr_offset::kDgidInterfaceId),
+                .dlid = mad::load_be16(shape, pr_offset::kDlid)};
+        mad::store_be64(shape, pr_offset::kDgidInterfaceId, 0);
+        mad::store_be16(shape, pr_offset::kDlid, 0);
+        const auto [it, fresh] =
+            shape_of.try_emplace(shape, static_cast<std::uint32_t>(t.shapes.size()));
+        if (fresh)
+            t.shapes.push_back(shape);
+        e.shape = it->second;
+        t.entries.push_back(e);
+    }
+    t.shapes.shrink_to_fit();
+    // Stable: records to one destination stay in the master's order.
+    std::stable_sort(t.entries.begin(), t.entries.end(),
+                     [](const Entry& a, const Entry& b) { return a.dguid < b.dguid; });
+    compact(t);
+}
+
+void PreloadTable::compact(Table& t) {
+    std::erase_if(t.entries, [](const Entry& e) { return e.removed; });
+    t.entries.shrink_to_fit();
+    t.live = t.entries.size();
+    t.by_dlid.resize(t.entries.size());
+    for (std::size_t i = 0; i < t.by_dlid.size(); ++i)
+        t.by_dlid[i] = static_cast<std::uint32_t>(i);
+    std::stable_sort(t.by_dlid.begin(), t.by_dlid.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return t.entries[a].dlid < t.entries[b].dlid;
+    });
+    t.by_dlid.shrink_to_fit();
     t.sgids.clear();
     t.slids.clear();
-    for (std::size_t i = 0; i < t.records.size(); ++i) {
-        const auto& r = t.records[i];
-        t.by_dguid.add(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
-        t.by_dlid.add(mad::load_be16(r, pr_offset::kDlid), i);
-        ++t.sgids[gid_at(r, pr_offset::kSgid)];
-        ++t.slids[mad::load_be16(r, pr_offset::kSlid)];
+    for (const auto& e : t.entries) {
+        const auto& shape = t.shapes[e.shape];
+        ++t.sgids[gid_at(shape, pr_offset::kSgid)];
+        ++t.slids[mad::load_be16(shape, pr_offset::kSlid)];
     }
-    t.by_dguid.seal();
-    t.by_dlid.seal();
 }
 
 void PreloadTable::remove(Table& t, std::size_t i) {
-    const auto& r = t.records[i];
-    t.by_dguid.erase(mad::load_be64(r, pr_offset::kDgidInterfaceId), i);
-    t.by_dlid.erase(mad::load_be16(r, pr_offset::kDlid), i);
-    count_down(t.sgids, gid_at(r, pr_offset::kSgid));
-    count_down(t.slids, mad::load_be16(r, pr_offset::kSlid));
-    t.removed[i] = true;
+    auto& e = t.entries[i];
+    const auto& shape = t.shapes[e.shape];
+    count_down(t.sgids, gid_at(shape, pr_offset::kSgid));
+    count_down(t.slids, mad::load_be16(shape, pr_offset::kSlid));
+    e.removed = true;
     --t.live;
 }
 
 template <class Names> std::size_t PreloadTable::remove_all(Table& t, Names names) {
     std::size_t n = 0;
-    for (std::size_t i = 0; i < t.records.size(); ++i) {
-        if (!t.removed[i] && names(t.records[i])) {
-            t.removed[i] = true;
+    for (auto& e : t.entries) {
+        if (!e.removed && names(t.record(e))) {
+            e.removed = true;
             ++n;
         }
     }
     if (n != 0)
-        index(t);
+        compact(t);
     return n;
 }
 
-bool PreloadTable::same_records(const Table& t, const std::vector<Record>& records) {
-    if (t.live != records.size())
+bool PreloadTable::same_records(const Table& a, const Table& b) {
+    if (a.live != b.live)
         return false;
-    std::size_t j = 0;
-    for (std::size_t i = 0; i < t.records.size(); ++i)
-        if (!t.removed[i] && t.records[i] != records[j++])
+    auto next = [](const Table& t, std::size_t& i) {
+        while (t.entries[i].removed)
+            ++i;
+        return t.record(t.entries[i++]);
+    };
+    for (std::size_t i = 0, j = 0, n = 0; n < a.live; ++n)
+        if (next(a, i) != next(b, j))
             return false;
     return true;
 }
@@ -85,16 +137,9 @@ bool PreloadTable::replace(std::optional<std::uint16_t> pkey, mad::Bytes records
     Table t;
     t.expires = expires;
     t.fetched = fetched;
-    t.records.reserve(records.size() / sa::PathRecord::kSize);
-    for (std::size_t off = 0; off + sa::PathRecord::kSize <= records.size();
-         off += sa::PathRecord::kSize) {
-        Record r;
-        std::copy_n(records.begin() + off, r.size(), r.begin());
-        t.records.push_back(r);
-    }
-    index(t);
+    build(t, records);
     const auto old = tables_.find(pkey);
-    const bool changed = old == tables_.end() || !same_records(old->second, t.records);
+    const bool changed = old == tables_.end() || !same_records(old->second, t);
     tables_.insert_or_assign(pkey, std::move(t));
     return changed;
 }
@@ -119,14 +164,13 @@ std::size_t PreloadTable::erase_gid(const sa::Gid& gid) {
             });
             continue;
         }
-        const auto [b, e] = t.by_dguid.equal_range(gid.guid());
-        std::vector<std::size_t> doomed;
-        for (auto it = b; it != e; ++it)
-            if (gid_at(t.records[it->second], pr_offset::kDgid) == gid)
-                doomed.push_back(it->second);
-        for (const auto i : doomed)
-            remove(t, i);
-        n += doomed.size();
+        const auto [b, e] = t.with_dguid(gid.guid());
+        for (auto it = b; it != e; ++it) {
+            if (!it->removed && gid_at(t.record(*it), pr_offset::kDgid) == gid) {
+                remove(t, static_cast<std::size_t>(it - t.entries.data()));
+                ++n;
+            }
+        }
     }
     return n;
 }
@@ -141,13 +185,13 @@ std::size_t PreloadTable::erase_lid(std::uint16_t lid) {
             });
             continue;
         }
-        const auto [b, e] = t.by_dlid.equal_range(lid);
-        std::vector<std::size_t> doomed;
-        for (auto it = b; it != e; ++it)
-            doomed.push_back(it->second);
-        for (const auto i : doomed)
-            remove(t, i);
-        n += doomed.size();
+        const auto [b, e] = t.with_dlid(lid);
+        for (auto it = b; it != e; ++it) {
+            if (!t.entries[*it].removed) {
+                remove(t, *it);
+                ++n;
+            }
+        }
     }
     return n;
 }
@@ -241,23 +285,26 @@ std::optional<PreloadTable::Record> PreloadTable::match(mad::Bytes req, std::uin
     if (fetched)
         *fetched = t.fetched;
     std::optional<Record> found;
-    auto consider = [&](std::size_t i) {
-        if (!agrees(t.records[i]))
+    auto consider = [&](const Entry& e) {
+        if (e.removed)
+            return true;
+        const auto r = t.record(e);
+        if (!agrees(r))
             return true;
         if (found)
             return false; // several paths: the master decides (TOO_MANY_RECORDS or its pick)
-        found = t.records[i];
+        found = r;
         return true;
     };
     if (mask & kDgid) {
-        auto [b, e] = t.by_dguid.equal_range(mad::load_be64(req, pr_offset::kDgidInterfaceId));
+        const auto [b, e] = t.with_dguid(mad::load_be64(req, pr_offset::kDgidInterfaceId));
         for (auto i = b; i != e; ++i)
-            if (!consider(i->second))
+            if (!consider(*i))
                 return std::nullopt;
     } else {
-        auto [b, e] = t.by_dlid.equal_range(mad::load_be16(req, pr_offset::kDlid));
+        const auto [b, e] = t.with_dlid(mad::load_be16(req, pr_offset::kDlid));
         for (auto i = b; i != e; ++i)
-            if (!consider(i->second))
+            if (!consider(t.entries[*i]))
                 return std::nullopt;
     }
     if (found) {

@@ -71,59 +71,47 @@ public:
         sa::pr_mask::kQosClass;
 
 private:
-    // A multimap from a destination's key to record indexes, sorted in one vector: 16 bytes an
-    // entry where a hash multimap takes about 50 (a 16,384-port table has 16,384 of each).
-    template <class Key> class SortedIndex {
-    public:
-        using Entry = std::pair<Key, std::uint32_t>;
-        using Iterator = typename std::vector<Entry>::const_iterator;
-        void clear() { entries_.clear(); }
-        void add(Key key, std::size_t i) {
-            entries_.emplace_back(key, static_cast<std::uint32_t>(i));
-        }
-        // After the adds: sorted by key, then index (a Get's records in the table's order).
-        void seal() {
-            std::sort(entries_.begin(), entries_.end());
-            entries_.shrink_to_fit();
-        }
-        std::pair<Iterator, Iterator> equal_range(Key key) const {
-            return std::equal_range(
-                entries_.begin(), entries_.end(), Entry{key, 0},
-                [](const Entry& a, const Entry& b) { return a.first < b.first; });
-        }
-        // Removes the entry mapping `key` to record `i`, if there is one.
-        void erase(Key key, std::size_t i) {
-            const auto it = std::lower_bound(entries_.begin(), entries_.end(),
-                                             Entry{key, static_cast<std::uint32_t>(i)});
-            if (it != entries_.end() && it->first == key && it->second == i)
-                entries_.erase(it);
-        }
-
-    private:
-        std::vector<Entry> entries_;
+    // A table keeps each record as its destination (DGID's interface ID, DLID) and the index
+    // of its "shape": the record with those two fields zeroed, which the paths from one port
+    // share but for their SL, MTU, rate and lifetime. 20 bytes a path with the DLID index,
+    // where the record itself is 64 (an all-to-all job's node holds a path to every other).
+    struct Entry {
+        std::uint64_t dguid = 0;
+        std::uint32_t shape = 0;
+        std::uint16_t dlid = 0;
+        // A Report removed it: it keeps its place, so that the indexes stay valid (a Report
+        // costs the records it removes, not the table), and no lookup finds it.
+        bool removed = false;
     };
     struct Table {
-        std::vector<Record> records;
-        // Records a Report removed: they keep their place, so that the index stays valid, and
-        // leave the index (a Report costs the records it removes, not the table).
-        std::vector<bool> removed;
+        std::vector<Record> shapes;
+        // Sorted by DGID interface ID, then in the master's order: the DGID index itself.
+        std::vector<Entry> entries;
+        std::vector<std::uint32_t> by_dlid; // entries' indexes sorted by DLID, then index
         std::size_t live = 0;
-        SortedIndex<std::uint64_t> by_dguid; // DGID's interface ID
-        SortedIndex<std::uint16_t> by_dlid;
         // The live records per source: this port's GID and LIDs, as a rule.
         std::map<sa::Gid, std::size_t> sgids;
         std::map<std::uint16_t, std::size_t> slids;
         Clock::time_point expires;
         Clock::time_point fetched;
         mutable bool used = false; // match() found a record in it since it came
+
+        Record record(const Entry& e) const;
+        // The entries whose DGID interface ID is `dguid`, removed ones included.
+        std::pair<const Entry*, const Entry*> with_dguid(std::uint64_t dguid) const;
+        // The indexes of the entries whose DLID is `dlid`, removed ones included.
+        std::pair<const std::uint32_t*, const std::uint32_t*> with_dlid(std::uint16_t dlid) const;
     };
-    // Drops the removed records and builds the index of the rest.
-    static void index(Table& t);
-    // Removes the live record `i`: marked removed, out of the index and the counts.
+    // Builds a table's entries, shapes and indexes from the master's records (concatenated, in
+    // its order).
+    static void build(Table& t, mad::Bytes records);
+    // Drops the removed records and builds the indexes of the rest.
+    static void compact(Table& t);
+    // Removes the live entry `i`: marked removed (lookups skip it), out of the counts.
     static void remove(Table& t, std::size_t i);
     // Removes, in one pass and a new index, every record `names` selects; returns how many.
     template <class Names> static std::size_t remove_all(Table& t, Names names);
-    static bool same_records(const Table& t, const std::vector<Record>& records);
+    static bool same_records(const Table& a, const Table& b);
 
     std::map<std::optional<std::uint16_t>, Table> tables_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <system_error>
 
@@ -82,38 +83,98 @@ template <class Fn> bool for_lines(std::string_view text, Fn fn) {
 
 } // namespace
 
-void WarmSet::note(const PathQueryKey& key, Clock::time_point when) {
-    auto [it, fresh] = used_.try_emplace(key, when);
-    if (!fresh)
-        it->second = std::max(it->second, when);
-    // Trimmed in batches: a sort per use would cost the hot path.
-    if (used_.size() > 2 * max_ + 64) {
-        const auto keep = questions();
-        std::unordered_map<PathQueryKey, Clock::time_point, PathQueryKeyHash> kept;
-        for (const auto& k : keep)
-            kept.emplace(k, used_.at(k));
-        used_ = std::move(kept);
+PathQueryKey WarmSet::question(const Used& u) const {
+    auto k = shapes_[u.shape];
+    mad::store_be64(k.masked, sa::pr_offset::kServiceId, u.service_id);
+    mad::store_be64(k.masked, sa::pr_offset::kDgidInterfaceId, u.dguid);
+    mad::store_be16(k.masked, sa::pr_offset::kDlid, u.dlid);
+    return k;
+}
+
+void WarmSet::insert(const PathQueryKey& key, Clock::rep at) {
+    auto shape = key;
+    Used u{.dguid = mad::load_be64(key.masked, sa::pr_offset::kDgidInterfaceId),
+           .service_id = mad::load_be64(key.masked, sa::pr_offset::kServiceId),
+           .at = at,
+           .dlid = mad::load_be16(key.masked, sa::pr_offset::kDlid)};
+    mad::store_be64(shape.masked, sa::pr_offset::kServiceId, 0);
+    mad::store_be64(shape.masked, sa::pr_offset::kDgidInterfaceId, 0);
+    mad::store_be16(shape.masked, sa::pr_offset::kDlid, 0);
+    // A port's Gets have few shapes (its GIDs, PKeys and masks): a scan finds one.
+    const auto s = std::find(shapes_.begin(), shapes_.end(), shape);
+    u.shape = static_cast<std::uint32_t>(s - shapes_.begin());
+    if (s == shapes_.end())
+        shapes_.push_back(shape);
+    auto it = std::lower_bound(used_.begin(), used_.end(), u,
+                               [](const Used& a, const Used& b) { return a.order() < b.order(); });
+    if (it != used_.end() && it->order() == u.order()) {
+        it->at = std::max(it->at, at);
+        return;
     }
+    // Trimmed in batches (a sort per use would cost the hot path), and never given room for
+    // more than a batch holds.
+    const auto limit = max_ + max_ / 4 + 16;
+    if (used_.size() == used_.capacity()) {
+        const auto at_index = it - used_.begin();
+        used_.reserve(std::min(std::max<std::size_t>(16, 2 * used_.capacity()), limit + 1));
+        it = used_.begin() + at_index;
+    }
+    used_.insert(it, u);
+    if (used_.size() > limit)
+        trim();
+}
+
+void WarmSet::note(const PathQueryKey& key, Clock::time_point when) {
+    insert(key, when.time_since_epoch().count());
+}
+
+std::vector<std::uint32_t> WarmSet::most_recent() const {
+    std::vector<std::uint32_t> rank(used_.size());
+    std::iota(rank.begin(), rank.end(), 0U);
+    const auto n = std::min(rank.size(), max_);
+    // Ties (a restored set) keep a stable order: by key bytes.
+    std::partial_sort(rank.begin(), rank.begin() + static_cast<std::ptrdiff_t>(n), rank.end(),
+                      [&](std::uint32_t a, std::uint32_t b) {
+                          if (used_[a].at != used_[b].at)
+                              return used_[a].at > used_[b].at;
+                          const auto ka = question(used_[a]), kb = question(used_[b]);
+                          return std::tie(ka.comp_mask, ka.masked) <
+                                 std::tie(kb.comp_mask, kb.masked);
+                      });
+    rank.resize(n);
+    return rank;
+}
+
+void WarmSet::trim() {
+    // In place: a trim every batch of uses reallocates nothing.
+    std::vector<bool> kept(used_.size());
+    for (const auto i : most_recent())
+        kept[i] = true;
+    std::vector<std::uint32_t> renumbered(shapes_.size(), UINT32_MAX);
+    std::vector<PathQueryKey> shapes; // few: a new vector costs nothing
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < used_.size(); ++i) {
+        if (!kept[i])
+            continue;
+        auto u = used_[i];
+        auto& shape = renumbered[u.shape];
+        if (shape == UINT32_MAX) {
+            shape = static_cast<std::uint32_t>(shapes.size());
+            shapes.push_back(shapes_[u.shape]);
+        }
+        u.shape = shape;
+        used_[n++] = u;
+    }
+    shapes_ = std::move(shapes);
+    used_.resize(n);
+    std::sort(used_.begin(), used_.end(),
+              [](const Used& a, const Used& b) { return a.order() < b.order(); });
 }
 
 std::vector<PathQueryKey> WarmSet::questions() const {
-    std::vector<std::pair<Clock::time_point, const PathQueryKey*>> order;
-    order.reserve(used_.size());
-    for (const auto& [k, t] : used_)
-        order.emplace_back(t, &k);
-    const auto n = std::min(order.size(), max_);
-    // Ties (a restored set) keep a stable order: by key bytes.
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
-                      [](const auto& a, const auto& b) {
-                          if (a.first != b.first)
-                              return a.first > b.first;
-                          return std::tie(a.second->comp_mask, a.second->masked) <
-                                 std::tie(b.second->comp_mask, b.second->masked);
-                      });
     std::vector<PathQueryKey> out;
-    out.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-        out.push_back(*order[i].second);
+    for (const auto i : most_recent())
+        out.push_back(question(used_[i]));
     return out;
 }
 
@@ -134,10 +195,8 @@ bool WarmSet::from_text(std::string_view text, std::string& error) {
         error = "not a localsa warm set (first line is not '" + std::string(kMagic) + "')";
         return false;
     }
-    std::unordered_map<PathQueryKey, Clock::time_point, PathQueryKeyHash> read;
+    std::vector<PathQueryKey> read; // most recent first
     std::size_t ports = 0;
-    // Most recent first: earlier lines get the later (made-up) times, so the order survives.
-    auto rank = Clock::time_point{} + std::chrono::hours{24};
     const bool ok = for_lines(text, [&](std::size_t n, std::string_view line) {
         const auto w = words(line);
         if (n == 1 || w.empty())
@@ -163,8 +222,7 @@ bool WarmSet::from_text(std::string_view text, std::string& error) {
             }
             // A record as asked: only the fields its mask names may be set.
             if (good && sa::masked_path_record(k.masked, k.comp_mask) == k.masked) {
-                read.try_emplace(k, rank);
-                rank -= std::chrono::milliseconds{1};
+                read.push_back(k);
                 return true;
             }
         }
@@ -173,7 +231,15 @@ bool WarmSet::from_text(std::string_view text, std::string& error) {
     });
     if (!ok)
         return false;
-    used_ = std::move(read);
+    shapes_.clear();
+    used_.clear();
+    // Earlier lines get the later (made-up) times, so the order survives; a line repeated
+    // keeps its first place.
+    auto rank = (Clock::time_point{} + std::chrono::hours{24}).time_since_epoch().count();
+    for (const auto& k : read) {
+        insert(k, rank);
+        rank -= std::chrono::duration_cast<Clock::duration>(std::chrono::milliseconds{1}).count();
+    }
     fabric_ports = ports;
     return true;
 }
@@ -201,6 +267,7 @@ bool WarmSet::save(const std::filesystem::path& file, std::string& error) const 
 }
 
 bool WarmSet::load(const std::filesystem::path& file, std::string& error) {
+    shapes_.clear();
     used_.clear();
     fabric_ports = 0;
     error.clear();

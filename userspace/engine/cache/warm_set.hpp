@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <tuple>
 #include <vector>
 
 namespace localsa::cache {
@@ -49,8 +49,27 @@ public:
     bool load(const std::filesystem::path& file, std::string& error);
 
 private:
+    // A question kept as what varies between the Gets of one port (its destination and
+    // ServiceID) and the index of its "shape", the question with those zeroed: 32 bytes a
+    // question where the question itself is 80 (an all-to-all job uses every other node).
+    struct Used {
+        std::uint64_t dguid = 0; // DGID's interface ID
+        std::uint64_t service_id = 0;
+        Clock::rep at = 0; // when last used, since the clock's epoch
+        std::uint32_t shape = 0;
+        std::uint16_t dlid = 0;
+        auto order() const { return std::tie(dguid, dlid, service_id, shape); }
+    };
+    PathQueryKey question(const Used& u) const;
+    void insert(const PathQueryKey& key, Clock::rep at);
+    // Indexes into used_ of the `max` most recent, most recent first.
+    std::vector<std::uint32_t> most_recent() const;
+    // Keeps the `max` most recent and the shapes they use.
+    void trim();
+
     std::size_t max_;
-    std::unordered_map<PathQueryKey, Clock::time_point, PathQueryKeyHash> used_;
+    std::vector<PathQueryKey> shapes_;
+    std::vector<Used> used_; // sorted by order(): a lookup is a binary search
 };
 
 // An admin's destination (--preload-dest): a GID or a LID, optionally with the PKey to ask it in.
