@@ -2,16 +2,19 @@
 /*
  * localsa_test: stress operations.
  *
- * "path_burst" DEV PORT DGID COUNT [CANCEL_MS]: COUNT PathRecord Gets (as
- * "path") in flight at once; with CANCEL_MS, every query still running that
- * long after the last was sent is cancelled (ib_sa_cancel_query(), as
+ * "path_burst" DEV PORT DGID COUNT [CANCEL_MS [STEP]]: COUNT PathRecord Gets
+ * (as "path") in flight at once; with CANCEL_MS, every query still running
+ * that long after the last was sent is cancelled (ib_sa_cancel_query(), as
  * rdma_cm does when an id is destroyed).  Every query must call back once:
  * with 0 or, if cancelled, -EINTR.  The result has the first answer, as
- * "path" prints it, and how many answers differ from it ("differ").
+ * "path" prints it, and how many answers differ from it ("differ").  With
+ * STEP, query i asks for DGID's interface ID plus i * STEP: COUNT
+ * destinations at once, as an all-to-all job start asks (no "differ").
  *
- * "route_burst" DEV PORT DGID COUNT [DESTROY_MS]: COUNT rdma_cm ids resolve
- * an address and a route at once; with DESTROY_MS, every id is destroyed
- * that long after the last started, whether its route resolved or not.
+ * "route_burst" DEV PORT DGID COUNT [DESTROY_MS [STEP]]: COUNT rdma_cm ids
+ * resolve an address and a route at once; with DESTROY_MS, every id is
+ * destroyed that long after the last started, whether its route resolved or
+ * not.  With STEP, id i resolves DGID's interface ID plus i * STEP.
  */
 #include <linux/completion.h>
 #include <linux/delay.h>
@@ -35,6 +38,7 @@ struct localsa_test_burst {
 	int other_status;	/* the last status counted in other */
 	s64 max_us, sum_us;
 	unsigned int differ;	/* answers unlike the first */
+	bool spread;		/* members ask different destinations */
 	char first[96];		/* the first answer, as "path" prints it */
 };
 
@@ -128,7 +132,7 @@ static void localsa_test_path_member_cb(int status, struct sa_path_rec *resp,
 		spin_lock_irqsave(&b->lock, flags);
 		if (!b->first[0])
 			strscpy(b->first, rec, sizeof(b->first));
-		else if (strcmp(b->first, rec))
+		else if (!b->spread && strcmp(b->first, rec))
 			b->differ++;
 		spin_unlock_irqrestore(&b->lock, flags);
 	}
@@ -143,6 +147,7 @@ static int localsa_test_path_burst_run(struct localsa_test_dev *dev, u32 port,
 	struct localsa_test_path_member *members;
 	struct localsa_test_burst *burst;
 	unsigned int count = args[0], i;
+	u64 dguid = be64_to_cpu(dgid->global.interface_id);
 	struct sa_path_rec rec;
 	union ib_gid sgid;
 	ktime_t start;
@@ -161,10 +166,14 @@ static int localsa_test_path_burst_run(struct localsa_test_dev *dev, u32 port,
 		return -ENOMEM;
 	}
 	localsa_test_burst_init(burst, count);
+	burst->spread = args[2];
 	localsa_test_path_request(dev, port, &sgid, dgid, &rec);
 
 	start = ktime_get();
 	for (i = 0; i < count; i++) {
+		/* the request is copied into the MAD at once: rec may change */
+		rec.dgid.global.interface_id =
+			cpu_to_be64(dguid + (u64)i * args[2]);
 		members[i].burst = burst;
 		members[i].start = ktime_get();
 		members[i].id = ib_sa_path_rec_get(&localsa_test_sa_client,
@@ -197,7 +206,7 @@ static int localsa_test_path_burst_run(struct localsa_test_dev *dev, u32 port,
 
 struct localsa_test_op localsa_test_path_burst_op = {
 	.name = "path_burst",
-	.nargs = 2,
+	.nargs = 3,
 	.run = localsa_test_path_burst_run,
 };
 
@@ -262,8 +271,9 @@ static int localsa_test_route_burst_run(struct localsa_test_dev *dev,
 	struct localsa_test_route_member *members;
 	struct localsa_test_burst *burst;
 	unsigned int count = args[0], i;
+	u64 dguid = be64_to_cpu(dgid->global.interface_id);
 	struct sockaddr_ib src, dst;
-	union ib_gid sgid;
+	union ib_gid sgid, member_dgid = *dgid;
 	ktime_t start;
 	int ret;
 
@@ -281,11 +291,15 @@ static int localsa_test_route_burst_run(struct localsa_test_dev *dev,
 	}
 	localsa_test_burst_init(burst, count);
 	localsa_test_sib(&src, &sgid, 0);
-	localsa_test_sib(&dst, dgid, LOCALSA_TEST_ROUTE_SID);
 
 	start = ktime_get();
 	for (i = 0; i < count; i++) {
 		struct localsa_test_route_member *m = &members[i];
+
+		/* rdma_resolve_addr() copies the address: dst may change */
+		member_dgid.global.interface_id =
+			cpu_to_be64(dguid + (u64)i * args[2]);
+		localsa_test_sib(&dst, &member_dgid, LOCALSA_TEST_ROUTE_SID);
 
 		m->burst = burst;
 		m->start = ktime_get();
@@ -326,6 +340,6 @@ static int localsa_test_route_burst_run(struct localsa_test_dev *dev,
 
 struct localsa_test_op localsa_test_route_burst_op = {
 	.name = "route_burst",
-	.nargs = 2,
+	.nargs = 3,
 	.run = localsa_test_route_burst_run,
 };

@@ -25,7 +25,7 @@ struct localsa_test_dev {
 };
 
 /* at most this many numbers after DEV PORT GID */
-#define LOCALSA_TEST_MAX_ARGS 2
+#define LOCALSA_TEST_MAX_ARGS 3
 
 /*
  * One debugfs file: an operation on DEV PORT GID [N...] and the result line
