@@ -86,40 +86,30 @@ MASTER=$(timeout 10 "$BIN/localsactl" --ca simhca1 query pr --sgid "$OWN_GID" --
     --reversible 1 --numb-path 1 | sed -n 's/^\(dlid=.* pkey=0x[0-9a-f]*\) .*/\1/p')
 check "the master's answer for H2 ($MASTER)" test -n "$MASTER"
 
-echo "--- a cold burst: $HOSTS hosts at once (guest time $SECONDS s)"
-fb0=$(redir 5) sa0=$(osm_pr) up0=$(stat_of upstream_requests) busy0=$(stat_of pr_busy)
-r=$(op path_burst "$FIRST" "$HOSTS" 0 2)
-echo "BURST $r"
-ok=$(val ok "$r") other=$(val other "$r")
-eq "every query answered, none timed out or lost" "$HOSTS 0 0" \
-    "$((ok + other)) $(val etimedout "$r") $(val lost "$r")"
-check "some answered BUSY: ib_sa handed them to the caller as -EINVAL ($other, status $(val other_status "$r"))" \
-    test "$other" -ge 1 -a "$(val other_status "$r")" = -22
-eq "... as many as localsad answered BUSY" "$other" $(($(stat_of pr_busy) - busy0))
-check "... at once, within the caller's timeout (max_ms $(val max_ms "$r"))" \
-    test "$(val max_ms "$r")" -lt "$TIMEOUT_MS"
-eq "none went to the SM (sa_redirect fallbacks)" "$fb0" "$(redir 5)"
-sa1=$(osm_pr) up1=$(stat_of upstream_requests)
-check "OpenSM saw only localsad's own queries (PathRecords +$((sa1 - sa0)), localsad's upstream +$((up1 - up0)))" \
-    test $((sa1 - sa0)) -le $((up1 - up0))
-
-echo "--- rdma_cm: $HOSTS routes at once (guest time $SECONDS s)"
-# rdma_cm asks with PKey: the tables of another partition, a burst of its own
-fb0=$(redir 5) sa0=$(osm_pr) up0=$(stat_of upstream_requests) busy0=$(stat_of pr_busy)
-r=$(op route_burst "$FIRST" "$HOSTS" 0 2)
-echo "ROUTES $r"
-ok=$(val ok "$r") other=$(val other "$r")
-eq "every route resolution ended, none timed out or lost" "$HOSTS 0 0" \
-    "$((ok + other)) $(val etimedout "$r") $(val lost "$r")"
-check "some ended in a route error from the BUSY ($other, status $(val other_status "$r"))" \
-    test "$other" -ge 1 -a "$(val other_status "$r")" = -22
-eq "... as many as localsad answered BUSY" "$other" $(($(stat_of pr_busy) - busy0))
-check "... at once, within the caller's timeout (max_ms $(val max_ms "$r"))" \
-    test "$(val max_ms "$r")" -lt "$TIMEOUT_MS"
-eq "none went to the SM" "$fb0" "$(redir 5)"
-sa1=$(osm_pr) up1=$(stat_of upstream_requests)
-check "OpenSM saw only localsad's own queries (PathRecords +$((sa1 - sa0)), localsad's upstream +$((up1 - up0)))" \
-    test $((sa1 - sa0)) -le $((up1 - up0))
+# busy_round WHAT OP: OP (path_burst or route_burst) to the HOSTS hosts at once, all cold:
+# every one ends at once, the BUSY ones with -EINVAL, none at the SM or OpenSM
+busy_round() {
+    local what=$1 op=$2 r ok other fb0 sa0 up0 busy0 sa1 up1
+    echo "--- $what: $HOSTS hosts at once (guest time $SECONDS s)"
+    fb0=$(redir 5) sa0=$(osm_pr) up0=$(stat_of upstream_requests) busy0=$(stat_of pr_busy)
+    r=$(op "$op" "$FIRST" "$HOSTS" 0 2)
+    echo "$op $r"
+    ok=$(val ok "$r") other=$(val other "$r")
+    eq "every one ended, none timed out or lost" "$HOSTS 0 0" \
+        "$((ok + other)) $(val etimedout "$r") $(val lost "$r")"
+    check "some ended with the BUSY, handed to the caller as -EINVAL ($other, status $(val other_status "$r"))" \
+        test "$other" -ge 1 -a "$(val other_status "$r")" = -22
+    eq "... as many as localsad answered BUSY" "$other" $(($(stat_of pr_busy) - busy0))
+    check "... at once, within the caller's timeout (max_ms $(val max_ms "$r"))" \
+        test "$(val max_ms "$r")" -lt "$TIMEOUT_MS"
+    eq "none went to the SM (sa_redirect fallbacks)" "$fb0" "$(redir 5)"
+    sa1=$(osm_pr) up1=$(stat_of upstream_requests)
+    check "OpenSM saw only localsad's own queries (PathRecords +$((sa1 - sa0)), localsad's upstream +$((up1 - up0)))" \
+        test $((sa1 - sa0)) -le $((up1 - up0))
+}
+busy_round "ib_sa path queries" path_burst
+# rdma_cm asks with the PKey: the tables of another partition, a burst of its own
+busy_round "rdma_cm route resolutions (ROUTE_ERROR)" route_burst
 
 echo "--- once the tables came (guest time $SECONDS s)"
 check "both bursts' tables come at this port's turn" wait_until 120 tables_came
