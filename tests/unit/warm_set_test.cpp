@@ -142,6 +142,46 @@ TEST_CASE("warm set: kept most recent first, bounded, and read back as written",
     }
 }
 
+TEST_CASE("warm set: trimmed in batches to the most recent, whatever the questions' shapes",
+          "[warm]") {
+    cache::WarmSet w(4);
+    const auto t0 = SteadyClock{}.now();
+    // Two shapes (by DGID, and by DLID with a PKey), and a ServiceID that differs per question:
+    // a trim renumbers the shapes it keeps.
+    auto key = [](int i) {
+        const auto req = path_request(1, 0x200000 + static_cast<std::uint64_t>(i));
+        auto k = cache::PathQueryKey::from_request(mad::method::kGet, mad::load_be64(req, 48),
+                                                   mad::Bytes{req}.subspan(56, 64));
+        if (i % 3 == 0) {
+            k.comp_mask = sa::pr_mask::kSgid | sa::pr_mask::kDlid | sa::pr_mask::kPKey |
+                          sa::pr_mask::kServiceId;
+            k.masked = sa::masked_path_record(k.masked, sa::pr_mask::kSgid);
+            mad::store_be16(k.masked, sa::pr_offset::kDlid, static_cast<std::uint16_t>(i));
+            mad::store_be16(k.masked, sa::pr_offset::kPKey, 0x8001);
+            mad::store_be64(k.masked, sa::pr_offset::kServiceId, 0x1060000ULL + i);
+        }
+        return k;
+    };
+    for (int i = 0; i < 100; ++i) {
+        w.note(key(i), t0 + std::chrono::seconds{i});
+        w.note(key(i / 2), t0 + std::chrono::seconds{i}); // an older one used again, then lost
+        CHECK(w.size() <= 4);
+    }
+    // The last uses: 99 and 49 at 99 s, 98 at 98 s (49 again), 97 and 48 at 97 s.
+    const auto q = w.questions();
+    REQUIRE(q.size() == 4);
+    CHECK((q[0] == key(99) || q[0] == key(49)));
+    CHECK((q[1] == key(99) || q[1] == key(49)));
+    CHECK(q[0] != q[1]);
+    CHECK(q[2] == key(98));
+    CHECK((q[3] == key(97) || q[3] == key(48)));
+    // Read back from its text: the same questions, in the same order.
+    cache::WarmSet back(4);
+    std::string error;
+    REQUIRE(back.from_text(w.to_text(), error));
+    CHECK(back.questions() == q);
+}
+
 TEST_CASE("warm set: a missing file is empty, a corrupt one is logged and left empty, an "
           "unwritable directory fails the save without throwing",
           "[warm]") {
